@@ -1,0 +1,81 @@
+# pysnip: build, test, sanitize, bench.
+#   make          build ./pysnip
+#   make test     unit tests + end-to-end tests + attack corpus
+#   make asan     ASan+UBSan build in build-asan/, then the tests against it
+#   make bench    latency figures (printed, not asserted)
+
+PKGS      := python3-embed libseccomp libcap-ng libcjson
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+PY        ?= /usr/bin/python3
+PYTHON311 ?= /usr/bin/python3.11
+
+BUILD   ?= build
+BIN     ?= pysnip
+SAN     ?=
+OPT     ?= -O2
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wmissing-prototypes \
+           -Wstrict-prototypes -Wno-unused-parameter
+HARDEN  := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE -fstack-clash-protection \
+           -fcf-protection
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=gnu11 $(WARN) $(HARDEN) $(SAN) -D_GNU_SOURCE -Ihost $(PKG_CFLAGS)
+LDFLAGS += -pie -Wl,-z,relro,-z,now,-z,noexecstack $(SAN)
+LDLIBS  += $(PKG_LIBS)
+
+HOST_SRCS := $(filter-out host/main.c,$(wildcard host/*.c))
+HOST_OBJS := $(HOST_SRCS:host/%.c=$(BUILD)/%.o) $(BUILD)/pyshim_blob.o
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+PYSHIM    := $(wildcard pyshim/*.py)
+
+.PHONY: all test unit e2e asan bench clean deps
+
+all: $(BIN)
+
+$(BIN): $(BUILD)/main.o $(BUILD)/libpysnip.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libpysnip.a: $(HOST_OBJS)
+	$(AR) rcs $@ $^
+
+$(BUILD)/%.o: host/%.c $(wildcard host/*.h) | $(BUILD)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# pyshim is compiled to a marshalled code object by the linked interpreter's version
+# and embedded in the binary, so a one-shot run pays no compile.
+$(BUILD)/pyshim.marshal: $(PYSHIM) tools/marshal_pyshim.py | $(BUILD)
+	$(PYTHON311) -I -S tools/marshal_pyshim.py $@ $(PYSHIM)
+
+$(BUILD)/pyshim_blob.o: host/pyshim_blob.S $(BUILD)/pyshim.marshal
+	$(CC) -c -DPYSHIM_BLOB='"$(BUILD)/pyshim.marshal"' -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libpysnip.a | $(BUILD)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libpysnip.a $(LDLIBS)
+
+$(BUILD):
+	@mkdir -p $@
+
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+
+e2e: $(BIN)
+	PYSNIP=$(abspath $(BIN)) $(PY) -m pytest -q tests/e2e tests/attacks
+
+test: $(BIN) unit e2e
+
+asan:
+	$(MAKE) BUILD=build-asan BIN=build-asan/pysnip OPT=-O1 \
+		SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+		PYSNIP_SANITIZER=1 test
+
+bench: $(BIN)
+	$(PY) tests/bench/bench.py --pysnip $(abspath $(BIN))
+
+deps:
+	./tools/install-deps
+
+clean:
+	rm -rf build build-asan pysnip

@@ -1,0 +1,36 @@
+/* The embedded interpreter: initialised once in the parent (the "zygote" state),
+ * then used by each forked worker to run one snippet. Only interp.c and audit.c include Python.h. */
+#ifndef PS_INTERP_H
+#define PS_INTERP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "policy.h"
+
+struct ps_interp_opts {
+	const struct ps_policy *policy;
+	const struct ps_strlist *modules;	/* resolved import allowlist */
+	bool python_layer;	/* false: --disable-layer python (no hook, no allowlist, ctypes importable) */
+	bool preimport;		/* import every allowed module now (serve/session zygotes) */
+};
+
+/* Parent, once: isolated PyConfig, audit hook, sys.path, dangerous modules removed, pyshim loaded.
+ * 0, or -1 with the reason in err. */
+int ps_interp_init(const struct ps_interp_opts *o, char *err, size_t errlen);
+
+/* Child, right after fork, before any other Python call. */
+void ps_interp_after_fork(void);
+
+/* Child: the per-run writable directory the audit hook grants (also the snippet's cwd). */
+void ps_interp_set_scratch(const char *dir);
+
+/* Child, last phase: run code as __main__ under "<snippet>". Writes one JSON report
+ * (see pyshim/) to report_fd. Returns the exit code for _exit: 0 finished, 1 uncaught exception. */
+int ps_interp_run(const char *code, size_t len, int report_fd);
+
+/* The interpreter's stdlib and lib-dynload directories (for Landlock's read-only rules). */
+const char *ps_interp_stdlib_dir(void);
+const char *ps_interp_dynload_dir(void);
+
+#endif

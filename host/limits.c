@@ -1,0 +1,99 @@
+/* rlimits, applied in the worker from one table.
+ *
+ * Each row says which resource, where its value comes from, and why. rlimits only ever
+ * go down here (a limit already lower than the policy's is kept), so this phase needs
+ * no privilege and cannot fail for lack of one. */
+#include <errno.h>
+#include <sys/resource.h>
+
+#include "sandbox.h"
+
+enum value_src {
+	FROM_CPU,	/* ceil(cpu_ms / 1000) seconds */
+	FROM_MEMORY,
+	FROM_FILE_SIZE,
+	FROM_OPEN_FILES,
+	FROM_PROCESSES,
+	ZERO,
+};
+
+static const struct rlimit_row {
+	int resource;
+	const char *name;
+	enum value_src src;
+	bool private_uid_only;
+} rows[] = {
+	/* soft = hard: the hard limit's SIGKILL is what ends a CPU hog. A worker that is PID 1
+	 * of its PID namespace ignores a default-action SIGXCPU, so the soft one alone would
+	 * not stop it. */
+	{ RLIMIT_CPU, "RLIMIT_CPU", FROM_CPU, false },
+	/* Address space is what a runaway allocation hits first; DATA covers brk and
+	 * anonymous private mappings on kernels that count them separately. */
+	{ RLIMIT_AS, "RLIMIT_AS", FROM_MEMORY, false },
+	{ RLIMIT_DATA, "RLIMIT_DATA", FROM_MEMORY, false },
+	{ RLIMIT_FSIZE, "RLIMIT_FSIZE", FROM_FILE_SIZE, false },
+	{ RLIMIT_NOFILE, "RLIMIT_NOFILE", FROM_OPEN_FILES, false },
+	/* Counted per real uid across the whole host: only meaningful when the uid is ours. */
+	{ RLIMIT_NPROC, "RLIMIT_NPROC", FROM_PROCESSES, true },
+	/* No core files (they would land in scratch and could hold the zygote's memory). */
+	{ RLIMIT_CORE, "RLIMIT_CORE", ZERO, false },
+	/* Locked memory and POSIX message queues are host-wide resources a snippet has no use for. */
+	{ RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK", ZERO, false },
+	{ RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE", ZERO, false },
+	/* No realtime scheduling: a busy loop at RT priority could starve the supervisor. */
+	{ RLIMIT_RTPRIO, "RLIMIT_RTPRIO", ZERO, false },
+};
+
+/* The row's value, or false when the policy leaves it unlimited (0 means "no limit"). */
+static bool row_value(const struct rlimit_row *row, const struct ps_limits *l, rlim_t *v)
+{
+	switch (row->src) {
+	case FROM_CPU:
+		*v = (rlim_t)((l->cpu_ms + 999) / 1000);
+		return l->cpu_ms != 0;
+	case FROM_MEMORY:
+		*v = (rlim_t)l->memory_bytes;
+		return l->memory_bytes != 0;
+	case FROM_FILE_SIZE:
+		*v = (rlim_t)l->file_size_bytes;
+		return l->file_size_bytes != 0;
+	case FROM_OPEN_FILES:
+		*v = (rlim_t)l->open_files;
+		return l->open_files != 0;
+	case FROM_PROCESSES:
+		*v = (rlim_t)l->processes;
+		return l->processes != 0;
+	case ZERO:
+		*v = 0;
+		return true;
+	}
+	return false;
+}
+
+int ps_limits_apply(const struct ps_limits *l, bool private_uid, struct ps_child_err *e)
+{
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct rlimit_row *row = &rows[i];
+		struct rlimit cur, want;
+		rlim_t v;
+
+		if (row->private_uid_only && !private_uid)
+			continue;
+		if (!row_value(row, l, &v))
+			continue;
+		if (getrlimit(row->resource, &cur) < 0) {
+			ps_child_err_set(e, errno, "getrlimit(%s): %s", row->name, ps_errstr(errno));
+			return -1;
+		}
+		/* Never raise: keep a lower limit the host already set. */
+		if (cur.rlim_max != RLIM_INFINITY && cur.rlim_max < v)
+			v = cur.rlim_max;
+		want.rlim_cur = want.rlim_max = v;
+		if (setrlimit(row->resource, &want) < 0) {
+			ps_child_err_set(e, errno, "setrlimit(%s, %llu): %s", row->name,
+					 (unsigned long long)v, ps_errstr(errno));
+			return -1;
+		}
+	}
+	return 0;
+}

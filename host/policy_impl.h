@@ -1,0 +1,26 @@
+/* Shared by host/policy*.c only: the error context and the schema entry points. */
+#ifndef PS_POLICY_IMPL_H
+#define PS_POLICY_IMPL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "policy.h"
+
+struct cJSON;
+
+/* Which file a message is about, and where it goes. */
+struct ps_pctx {
+	const char *file;
+	char *err;
+	size_t errlen;
+};
+
+/* "policy FILE: field FIELD: reason", or "policy FILE: reason" when field is NULL. Returns -1. */
+int ps_pfail(const struct ps_pctx *c, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Apply a policy document (a JSON object) onto p, key by key (policy_fields.c). */
+int ps_policy_apply_json(const struct ps_pctx *c, const struct cJSON *root, struct ps_policy *p);
+
+#endif

@@ -1,0 +1,99 @@
+/* Kernel layers. Each is prepared in the parent (where failing and allocating are fine)
+ * and applied in the worker by one phase of worker.c. Child-side functions never use stdio
+ * or malloc; they fill a ps_child_err and return -1. */
+#ifndef PS_SANDBOX_H
+#define PS_SANDBOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "policy.h"
+
+struct ps_child_err {
+	int err;		/* errno of the failing call */
+	char msg[200];		/* "setresuid(65534): Operation not permitted" */
+};
+
+void ps_child_err_set(struct ps_child_err *e, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* strerror(3) text from a fixed table: safe in the child (no locale, no malloc). */
+const char *ps_errstr(int err);
+
+/* What really held in this worker: the verdict's "sandbox" block. Fixed size: it crosses
+ * the status pipe. */
+struct ps_held {
+	int32_t uid, gid;		/* after the identity phase */
+	uint8_t caps_cleared;		/* every capability set empty and locked */
+	uint8_t no_new_privs;
+	uint8_t not_dumpable;
+	uint8_t seccomp;		/* 0 off, else 1 + enum ps_seccomp_action */
+	int32_t landlock_abi;		/* 0 = not applied */
+	uint32_t namespaces;		/* CLONE_NEW* bits really entered */
+	uint8_t cgroup;			/* placed in a per-run cgroup */
+	uint8_t scratch_capped;		/* scratch is a size-capped tmpfs */
+	uint32_t layers_off;		/* 1 << enum ps_layer, switched off by the caller */
+	uint32_t layers_degraded;	/* best-effort layers that could not be applied */
+};
+
+/* One fixed-size record on the worker's status pipe (atomic: smaller than PIPE_BUF). */
+enum ps_rec_kind {
+	PS_REC_PHASE_FAIL = 1,	/* a phase failed: phase, err, msg */
+	PS_REC_HELD = 2,	/* every phase done, the snippet starts: held */
+	PS_REC_SYSCALL = 3,	/* the seccomp SIGSYS handler: syscall_nr, arch */
+};
+
+struct ps_status_rec {
+	uint32_t kind;
+	int32_t phase;		/* index into the worker's phase table */
+	int32_t err;
+	int32_t syscall_nr;
+	uint32_t arch;		/* AUDIT_ARCH_* of the trapped call */
+	struct ps_held held;
+	char msg[200];
+};
+
+/* --- limits.c: rlimits from a table --- */
+int ps_limits_apply(const struct ps_limits *l, bool private_uid, struct ps_child_err *e);
+
+/* --- identity.c (libcap-ng) --- */
+struct ps_identity {
+	bool drop_uid;		/* started as real root: switch to uid/gid */
+	uid_t uid;
+	gid_t gid;
+};
+void ps_identity_plan(const struct ps_policy *p, unsigned worker_slot, struct ps_identity *out);
+int ps_identity_apply(const struct ps_identity *id, struct ps_held *held, struct ps_child_err *e);
+int ps_nnp_apply(struct ps_held *held, struct ps_child_err *e);
+
+/* --- landlock.c --- */
+struct ps_landlock;
+int ps_landlock_prepare(const struct ps_policy *p, const char *const *ro_paths, size_t n_ro,
+			struct ps_landlock **out, char *err, size_t errlen);
+/* scratch is opened here, in the child, after any scratch mount. */
+int ps_landlock_apply(const struct ps_landlock *ll, const char *scratch, struct ps_held *held,
+		      struct ps_child_err *e);
+void ps_landlock_free(struct ps_landlock *ll);
+int ps_landlock_abi(void);	/* kernel's ABI, 0 if unsupported */
+
+/* --- seccomp.c (libseccomp) + syscall_groups.c --- */
+struct ps_filter;
+int ps_filter_build(const struct ps_policy *p, struct ps_filter **out, char *err, size_t errlen);
+/* status_fd: where the SIGSYS handler writes its ps_status record for PS_SECCOMP_KILL. */
+int ps_filter_load(const struct ps_filter *f, int status_fd, struct ps_held *held,
+		   struct ps_child_err *e);
+void ps_filter_free(struct ps_filter *f);
+/* Parent side: the name of a native syscall number, or NULL. */
+const char *ps_syscall_name(int nr);
+
+/* --- namespaces.c --- */
+/* Parent/zygote, once: enter the namespaces that do not change per run (net, ipc, uts; a user
+ * namespace first when not root). Returns the CLONE_NEW* bits entered, or -1 with err. */
+int ps_ns_enter_static(const struct ps_policy *p, bool best_effort, char *err, size_t errlen);
+/* fork() that also gives the child its own PID namespace (and mount namespace) when allowed. */
+pid_t ps_ns_fork(unsigned long extra_flags);
+/* Child: size-capped tmpfs on scratch (needs a mount namespace). */
+int ps_ns_mount_scratch(const char *scratch, uint64_t bytes, struct ps_held *held,
+			struct ps_child_err *e);
+
+#endif

@@ -1,0 +1,240 @@
+/* The parent's side of a run: feed stdin, collect output under a cap, read the status and
+ * report channels, enforce the wall clock, reap, and make sure nothing survives. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util.h"
+#include "worker.h"
+
+enum { REPORT_MAX = 4 << 20 };
+
+struct sv {
+	pid_t pid;
+	const struct ps_run *r;
+	struct ps_outcome *o;
+	size_t in_off;
+	uint64_t output_total;
+	bool killed;
+};
+
+static void kill_all(struct sv *s)
+{
+	/* The worker leads its own process group; in its own PID namespace it is init, and
+	 * killing it takes every process of the namespace with it. */
+	kill(-s->pid, SIGKILL);
+	kill(s->pid, SIGKILL);
+	s->killed = true;
+}
+
+static int cap_append(struct ps_capture *c, const char *data, size_t n)
+{
+	char *nb = realloc(c->buf, c->len + n + 1);
+
+	if (!nb)
+		return -ENOMEM;
+	c->buf = nb;
+	memcpy(c->buf + c->len, data, n);
+	c->len += n;
+	c->buf[c->len] = '\0';
+	return 0;
+}
+
+/* Read what is there; returns false at EOF or error (the fd is then done). */
+static bool read_output(struct sv *s, int fd, struct ps_capture *c)
+{
+	char buf[65536];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return true;
+	if (n <= 0)
+		return false;
+	uint64_t cap = s->r->limits.output_bytes;
+	size_t keep = (size_t)n;
+
+	if (s->output_total + keep > cap) {
+		keep = (size_t)(cap - s->output_total);
+		c->truncated = true;
+		if (!s->o->output_capped) {
+			s->o->output_capped = true;
+			kill_all(s);
+		}
+	}
+	s->output_total += keep;
+	if (keep)
+		cap_append(c, buf, keep);
+	return true;
+}
+
+static bool read_report(struct sv *s, int fd)
+{
+	char buf[65536];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return true;
+	if (n <= 0)
+		return false;
+	if (s->o->report.len + (size_t)n > REPORT_MAX) {
+		s->o->report_capped = true;
+		kill_all(s);
+		return false;
+	}
+	cap_append(&s->o->report, buf, (size_t)n);
+	return true;
+}
+
+static void take_record(struct sv *s, const struct ps_status_rec *rec)
+{
+	struct ps_outcome *o = s->o;
+
+	switch (rec->kind) {
+	case PS_REC_HELD:
+		o->have_held = true;
+		o->held = rec->held;
+		break;
+	case PS_REC_PHASE_FAIL:
+		o->phase_failed = true;
+		o->held = rec->held;
+		o->phase_err = rec->err;
+		snprintf(o->phase_name, sizeof(o->phase_name), "%s", ps_worker_phase_name(rec->phase));
+		memcpy(o->phase_msg, rec->msg, sizeof(o->phase_msg));
+		o->phase_msg[sizeof(o->phase_msg) - 1] = '\0';
+		break;
+	case PS_REC_SYSCALL:
+		if (!o->have_syscall) {
+			o->have_syscall = true;
+			o->syscall_nr = rec->syscall_nr;
+			o->syscall_arch = rec->arch;
+		}
+		break;
+	}
+}
+
+static bool read_status(struct sv *s, int fd)
+{
+	struct ps_status_rec rec;
+	ssize_t n = read(fd, &rec, sizeof(rec));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return true;
+	if (n != (ssize_t)sizeof(rec))
+		return false;
+	take_record(s, &rec);
+	return true;
+}
+
+static bool write_stdin(struct sv *s, int fd)
+{
+	const struct ps_run *r = s->r;
+	ssize_t n = write(fd, r->stdin_data + s->in_off, r->stdin_len - s->in_off);
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return true;
+	if (n <= 0)
+		return false;	/* EPIPE: the snippet stopped reading; that is its business */
+	s->in_off += (size_t)n;
+	return s->in_off < r->stdin_len;
+}
+
+enum { FD_OUT, FD_ERR, FD_STATUS, FD_REPORT, FD_IN, FD_PID, FD_COUNT };
+
+static int poll_timeout(uint64_t deadline)
+{
+	uint64_t now = ps_now_us();
+
+	if (now >= deadline)
+		return 0;
+	return (int)((deadline - now + 999) / 1000);
+}
+
+void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_run *r,
+		  uint64_t start_us, struct ps_outcome *o)
+{
+	struct sv s = { .pid = pid, .r = r, .o = o };
+	struct pollfd p[FD_COUNT];
+	uint64_t deadline = start_us + r->limits.wall_ms * 1000;
+	bool exited = false;
+	int open_fds;
+
+	p[FD_OUT] = (struct pollfd){ .fd = f->out, .events = POLLIN };
+	p[FD_ERR] = (struct pollfd){ .fd = f->err, .events = POLLIN };
+	p[FD_STATUS] = (struct pollfd){ .fd = f->status, .events = POLLIN };
+	p[FD_REPORT] = (struct pollfd){ .fd = f->report, .events = POLLIN };
+	p[FD_IN] = (struct pollfd){ .fd = r->stdin_len ? f->in : -1, .events = POLLOUT };
+	p[FD_PID] = (struct pollfd){ .fd = f->pidfd, .events = POLLIN };
+	if (!r->stdin_len)
+		close(f->in);
+	else
+		fcntl(f->in, F_SETFL, O_NONBLOCK);
+	signal(SIGPIPE, SIG_IGN);
+
+	for (;;) {
+		open_fds = 0;
+		for (int i = FD_OUT; i <= FD_REPORT; i++)
+			open_fds += p[i].fd >= 0;
+		/* Done when the worker is gone and its channels drained; or when every channel
+		 * closed and there is no pidfd to watch. */
+		if (open_fds == 0 && (exited || p[FD_PID].fd < 0))
+			break;
+		int t = s.killed ? 50 : poll_timeout(deadline);
+		int n = poll(p, FD_COUNT, exited ? 0 : t);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0) {
+			if (exited) {
+				/* Worker gone, channels still held open by a survivor: drop them. */
+				kill_all(&s);
+				break;
+			}
+			if (!s.killed) {
+				o->timed_out = true;
+				kill_all(&s);
+			}
+			continue;
+		}
+		if (p[FD_PID].fd >= 0 && (p[FD_PID].revents & POLLIN)) {
+			exited = true;
+			kill(-pid, SIGKILL);	/* no survivor in the worker's group */
+			p[FD_PID].fd = -1;
+		}
+		for (int i = FD_OUT; i <= FD_IN; i++) {
+			bool more;
+
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			if (i == FD_OUT)
+				more = read_output(&s, p[i].fd, &o->out);
+			else if (i == FD_ERR)
+				more = read_output(&s, p[i].fd, &o->err);
+			else if (i == FD_STATUS)
+				more = read_status(&s, p[i].fd);
+			else if (i == FD_REPORT)
+				more = read_report(&s, p[i].fd);
+			else
+				more = write_stdin(&s, p[i].fd);
+			if (!more) {
+				close(p[i].fd);
+				p[i].fd = -1;
+			}
+		}
+	}
+	for (int i = FD_OUT; i <= FD_IN; i++)
+		if (p[i].fd >= 0)
+			close(p[i].fd);
+	while (wait4(pid, &o->wait_status, 0, &o->ru) < 0) {
+		if (errno != EINTR)
+			break;
+	}
+	o->reaped = true;
+	o->wall_us = ps_now_us() - start_us;
+	kill(-pid, SIGKILL);
+}

@@ -1,0 +1,37 @@
+/* Small helpers shared by every module: messages, units, files. */
+#ifndef PS_UTIL_H
+#define PS_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* "pysnip: " + message on stderr. Parent side only: never after fork. */
+void ps_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Human units. Sizes: "123", "64K", "256M", "2G" (powers of 1024; a "B" or "iB" suffix is allowed).
+ * Durations: "500ms", "2s", "1.5s", "1m", "100us"; a bare number is seconds.
+ * Return 0, or -1 with a reason in err ("bad unit 'X'", "not a number", "too large"). */
+int ps_parse_size(const char *s, uint64_t *out, char *err, size_t errlen);
+int ps_parse_duration_ms(const char *s, uint64_t *out, char *err, size_t errlen);
+
+/* Whole file into a NUL-terminated malloc'd buffer; *len excludes the NUL. 0 or -errno. */
+int ps_read_file(const char *path, char **buf, size_t *len);
+int ps_read_fd(int fd, char **buf, size_t *len, size_t max);
+
+/* Directory holding the running binary (resolved once). */
+const char *ps_exe_dir(void);
+
+/* Monotonic milliseconds/microseconds. */
+uint64_t ps_now_us(void);
+
+/* write() all of buf, retrying on EINTR/short writes. 0 or -errno. Async-signal-safe. */
+int ps_write_all(int fd, const void *buf, size_t len);
+
+/* Remove a directory tree (for per-run scratch). 0 or -errno. */
+int ps_rmtree(const char *path);
+
+#endif

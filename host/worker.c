@@ -1,0 +1,387 @@
+/* The worker: a forked child that applies the sandbox phase by phase, then runs the snippet.
+ * The checklist is the phase table below; each phase says why it sits where it does. */
+#include "worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "interp.h"
+#include "util.h"
+
+/* Fixed descriptor numbers inside the worker. */
+enum { CHILD_STATUS_FD = 3, CHILD_REPORT_FD = 4, CHILD_FIRST_FREE_FD = 5 };
+
+struct child {
+	const struct ps_worker *w;
+	const struct ps_run *r;
+	const char *scratch;
+	pid_t parent;
+	int in, out, err, status, report;	/* child ends before phase_stdio */
+	struct ps_identity id;
+	struct ps_held held;
+	struct ps_child_err e;
+};
+
+static bool layer_on(const struct child *c, enum ps_layer l)
+{
+	return !(c->w->layers_off & (1u << l));
+}
+
+/* A layer's phase failed: fatal when required, noted when best-effort. */
+static int layer_failed(struct child *c, enum ps_layer l)
+{
+	if (c->w->policy->layers[l] == PS_LAYER_BEST_EFFORT) {
+		c->held.layers_degraded |= 1u << l;
+		return 0;
+	}
+	return -1;
+}
+
+/* Die with the parent, lead our own process group (so the supervisor can kill it whole),
+ * and start from default signal dispositions: first, before anything can block. */
+static int phase_lifecycle(struct child *c)
+{
+	sigset_t all;
+
+	ps_interp_after_fork();
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+		ps_child_err_set(&c->e, errno, "prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
+		return -1;
+	}
+	if (getppid() != c->parent && c->parent != 0 && getppid() != 0) {
+		ps_child_err_set(&c->e, ESRCH, "parent %d exited before the worker started", c->parent);
+		return -1;
+	}
+	if (setsid() < 0) {
+		ps_child_err_set(&c->e, errno, "setsid(): %s", strerror(errno));
+		return -1;
+	}
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	return 0;
+}
+
+/* Pipes onto the fixed descriptors: the snippet's stdio is 0-2, our channels 3-4.
+ * Early, so that every later phase can report on the status channel. */
+static int phase_stdio(struct child *c)
+{
+	int want[] = { c->in, c->out, c->err, c->status, c->report };
+
+	/* Move every source above the target range first so dup2 can't clobber one. */
+	for (size_t i = 0; i < PS_ARRAY_LEN(want); i++) {
+		int fd = fcntl(want[i], F_DUPFD_CLOEXEC, 16);
+
+		if (fd < 0) {
+			ps_child_err_set(&c->e, errno, "fcntl(%d, F_DUPFD): %s", want[i], strerror(errno));
+			return -1;
+		}
+		want[i] = fd;
+	}
+	for (int i = 0; i < (int)PS_ARRAY_LEN(want); i++) {
+		if (dup2(want[i], i) < 0) {
+			ps_child_err_set(&c->e, errno, "dup2(%d, %d): %s", want[i], i, strerror(errno));
+			return -1;
+		}
+	}
+	c->status = CHILD_STATUS_FD;
+	return 0;
+}
+
+/* The scratch directory becomes a size-capped tmpfs and the cwd. Needs mount privileges,
+ * so it comes before the identity drop. */
+static int phase_scratch(struct child *c)
+{
+	if (layer_on(c, PS_LAYER_NAMESPACES) && (c->w->ns_static || getuid() == 0)) {
+		if (ps_ns_mount_scratch(c->scratch, c->r->limits.scratch_bytes, &c->held, &c->e) < 0 &&
+		    layer_failed(c, PS_LAYER_NAMESPACES) < 0)
+			return -1;
+	}
+	if (chdir(c->scratch) < 0) {
+		ps_child_err_set(&c->e, errno, "chdir(%s): %s", c->scratch, strerror(errno));
+		return -1;
+	}
+	ps_interp_set_scratch(c->scratch);
+	return 0;
+}
+
+/* rlimits only ever lower, so they need no privilege; before the identity drop so a
+ * private uid's RLIMIT_NPROC is in place when that uid comes to exist. */
+static int phase_limits(struct child *c)
+{
+	return ps_limits_apply(&c->r->limits, c->id.drop_uid, &c->e);
+}
+
+/* Credentials before the filter, so the filter needn't allow setresuid. */
+static int phase_identity(struct child *c)
+{
+	if (!layer_on(c, PS_LAYER_IDENTITY)) {
+		c->held.uid = (int32_t)getuid();
+		c->held.gid = (int32_t)getgid();
+		return 0;
+	}
+	if (ps_identity_apply(&c->id, &c->held, &c->e) < 0)
+		return layer_failed(c, PS_LAYER_IDENTITY);
+	return 0;
+}
+
+/* no_new_privs: required by unprivileged Landlock and seccomp, and stops setuid gains. */
+static int phase_nnp(struct child *c)
+{
+	return ps_nnp_apply(&c->held, &c->e);
+}
+
+static int phase_landlock(struct child *c)
+{
+	if (!c->w->landlock)
+		return 0;
+	if (ps_landlock_apply(c->w->landlock, c->scratch, &c->held, &c->e) < 0)
+		return layer_failed(c, PS_LAYER_LANDLOCK);
+	return 0;
+}
+
+/* Close everything the parent had open but our five. After Landlock, whose prepared path
+ * descriptors it needs; before seccomp, whose filter would otherwise have to allow it. */
+static int phase_fds(struct child *c)
+{
+	if (syscall(SYS_close_range, CHILD_FIRST_FREE_FD, ~0U, 0) < 0) {
+		ps_child_err_set(&c->e, errno, "close_range(%d, ~0): %s", CHILD_FIRST_FREE_FD,
+				 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Last before untrusted code: from here on only the allowlist's syscalls exist. */
+static int phase_seccomp(struct child *c)
+{
+	if (!c->w->filter)
+		return 0;
+	if (ps_filter_load(c->w->filter, CHILD_STATUS_FD, &c->held, &c->e) < 0)
+		return layer_failed(c, PS_LAYER_SECCOMP);
+	return 0;
+}
+
+static const struct phase {
+	const char *name;
+	int (*run)(struct child *c);
+} phases[] = {
+	{ "lifecycle", phase_lifecycle },
+	{ "stdio", phase_stdio },
+	{ "scratch", phase_scratch },
+	{ "limits", phase_limits },
+	{ "identity", phase_identity },
+	{ "nnp", phase_nnp },
+	{ "landlock", phase_landlock },
+	{ "fds", phase_fds },
+	{ "seccomp", phase_seccomp },
+};
+
+static void child_report(struct child *c, uint32_t kind, int phase)
+{
+	struct ps_status_rec rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.kind = kind;
+	rec.phase = phase;
+	rec.err = c->e.err;
+	rec.held = c->held;
+	memcpy(rec.msg, c->e.msg, sizeof(rec.msg));
+	(void)ps_write_all(c->status, &rec, sizeof(rec));
+}
+
+static __attribute__((noreturn)) void child_main(struct child *c)
+{
+	c->held.layers_off = c->w->layers_off;
+	c->held.layers_degraded = c->w->layers_degraded;
+	c->held.namespaces = c->w->ns_static;
+	for (size_t i = 0; i < PS_ARRAY_LEN(phases); i++) {
+		if (phases[i].run(c) < 0) {
+			child_report(c, PS_REC_PHASE_FAIL, (int)i);
+			_exit(125);
+		}
+	}
+	child_report(c, PS_REC_HELD, -1);
+	_exit(ps_interp_run(c->r->code, c->r->code_len, CHILD_REPORT_FD));
+}
+
+const char *ps_worker_phase_name(int i)
+{
+	if (i < 0 || (size_t)i >= PS_ARRAY_LEN(phases))
+		return "?";
+	return phases[i].name;
+}
+
+int ps_worker_prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
+		      char *err, size_t errlen)
+{
+	const char *ro[64];
+	size_t n = 0;
+	const char *tmp = getenv("TMPDIR");
+	int ns;
+
+	memset(w, 0, sizeof(*w));
+	w->policy = p;
+	for (int l = 0; l < PS_LAYER_COUNT; l++)
+		if (p->layers[l] == PS_LAYER_OFF)
+			layers_off |= 1u << l;
+	w->layers_off = layers_off;
+	snprintf(w->tmp_base, sizeof(w->tmp_base), "%s", tmp && *tmp == '/' ? tmp : "/tmp");
+
+	if (!(layers_off & (1u << PS_LAYER_SECCOMP)) && ps_filter_build(p, &w->filter, err, errlen) < 0)
+		goto fail;
+	if (!(layers_off & (1u << PS_LAYER_LANDLOCK))) {
+		ro[n++] = ps_interp_stdlib_dir();
+		ro[n++] = ps_interp_dynload_dir();
+		for (size_t i = 0; i < p->python_paths.n && n < PS_ARRAY_LEN(ro); i++)
+			ro[n++] = p->python_paths.items[i];
+		for (size_t i = 0; i < p->read_paths.n && n < PS_ARRAY_LEN(ro); i++)
+			ro[n++] = p->read_paths.items[i];
+		if (ps_landlock_prepare(p, ro, n, &w->landlock, err, errlen) < 0) {
+			if (p->layers[PS_LAYER_LANDLOCK] != PS_LAYER_BEST_EFFORT)
+				goto fail;
+			w->layers_degraded |= 1u << PS_LAYER_LANDLOCK;
+		}
+	}
+	if (!(layers_off & (1u << PS_LAYER_NAMESPACES))) {
+		bool best = p->layers[PS_LAYER_NAMESPACES] == PS_LAYER_BEST_EFFORT;
+
+		ns = ps_ns_enter_static(p, best, err, errlen);
+		if (ns < 0)
+			goto fail;
+		w->ns_static = (uint32_t)ns;
+		if (ns == 0)
+			w->layers_degraded |= 1u << PS_LAYER_NAMESPACES;
+	}
+	return 0;
+fail:
+	ps_worker_release(w);
+	return -1;
+}
+
+void ps_worker_release(struct ps_worker *w)
+{
+	ps_filter_free(w->filter);
+	ps_landlock_free(w->landlock);
+	w->filter = NULL;
+	w->landlock = NULL;
+}
+
+static int make_scratch(const struct ps_worker *w, const struct ps_identity *id, char *path,
+			size_t len)
+{
+	snprintf(path, len, "%s/pysnip-run-XXXXXX", w->tmp_base);
+	if (!mkdtemp(path))
+		return -errno;
+	/* The worker's uid must own its cwd; nobody else may look in. */
+	if (id->drop_uid && chown(path, id->uid, id->gid) < 0) {
+		int e = errno;
+
+		rmdir(path);
+		return -e;
+	}
+	return 0;
+}
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0)
+			close(p[i]);
+	p[0] = p[1] = -1;
+}
+
+int ps_worker_run(const struct ps_worker *w, const struct ps_run *r, struct ps_outcome *o)
+{
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, errp[2] = { -1, -1 };
+	int status[2] = { -1, -1 }, report[2] = { -1, -1 };
+	char scratch[300];
+	struct child c;
+	struct ps_supervise_fds f;
+	uint64_t start;
+	pid_t pid;
+	int ret = 0;
+
+	memset(o, 0, sizeof(*o));
+	memset(&c, 0, sizeof(c));
+	c.w = w;
+	c.r = r;
+	c.parent = getpid();
+	ps_identity_plan(w->policy, r->slot, &c.id);
+	if (w->layers_off & (1u << PS_LAYER_IDENTITY))
+		c.id.drop_uid = false;
+
+	ret = make_scratch(w, &c.id, scratch, sizeof(scratch));
+	if (ret < 0) {
+		snprintf(o->host_error, sizeof(o->host_error), "mkdtemp(%s/pysnip-run-XXXXXX): %s",
+			 w->tmp_base, strerror(-ret));
+		return ret;
+	}
+	c.scratch = scratch;
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+	    pipe2(status, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0) {
+		ret = -errno;
+		snprintf(o->host_error, sizeof(o->host_error), "pipe2(): %s", strerror(errno));
+		goto out;
+	}
+	c.in = in[0];
+	c.out = out[1];
+	c.err = errp[1];
+	c.status = status[1];
+	c.report = report[1];
+
+	fflush(NULL);
+	start = ps_now_us();
+	pid = (w->layers_off & (1u << PS_LAYER_NAMESPACES)) ? fork() : ps_ns_fork(0);
+	if (pid < 0) {
+		ret = -errno;
+		snprintf(o->host_error, sizeof(o->host_error), "fork(): %s", strerror(errno));
+		goto out;
+	}
+	if (pid == 0)
+		child_main(&c);
+
+	close(in[0]);
+	close(out[1]);
+	close(errp[1]);
+	close(status[1]);
+	close(report[1]);
+	in[0] = out[1] = errp[1] = status[1] = report[1] = -1;
+	f.in = in[1];
+	f.out = out[0];
+	f.err = errp[0];
+	f.status = status[0];
+	f.report = report[0];
+	f.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	ps_supervise(pid, &f, r, start, o);
+	if (f.pidfd >= 0)
+		close(f.pidfd);
+	in[1] = -1; /* ps_supervise closed it */
+out:
+	close_pair(in);
+	close_pair(out);
+	close_pair(errp);
+	close_pair(status);
+	close_pair(report);
+	ps_rmtree(scratch);
+	return ret;
+}
+
+void ps_outcome_free(struct ps_outcome *o)
+{
+	free(o->out.buf);
+	free(o->err.buf);
+	free(o->report.buf);
+	memset(o, 0, sizeof(*o));
+}

@@ -1,0 +1,82 @@
+/* One snippet's run: prepared in the parent, applied by a forked worker, watched by the
+ * supervisor. The same code serves exec (one run) and a zygote (many). */
+#ifndef PS_WORKER_H
+#define PS_WORKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+
+#include "policy.h"
+#include "sandbox.h"
+
+/* Everything about a policy that does not change per run, built once in the parent. */
+struct ps_worker {
+	const struct ps_policy *policy;
+	uint32_t layers_off;		/* 1 << enum ps_layer: switched off by the caller or the policy */
+	struct ps_filter *filter;	/* NULL when seccomp is off */
+	struct ps_landlock *landlock;	/* NULL when landlock is off */
+	uint32_t ns_static;		/* CLONE_NEW* entered by the parent, inherited by workers */
+	uint32_t layers_degraded;	/* best-effort layers the parent could not set up */
+	char tmp_base[200];		/* where per-run scratch directories are made */
+};
+
+/* One request. */
+struct ps_run {
+	const char *code;
+	size_t code_len;
+	const char *stdin_data;		/* NULL: empty stdin */
+	size_t stdin_len;
+	struct ps_limits limits;	/* the policy's, possibly tightened */
+	unsigned slot;			/* worker slot, picks a uid from a policy's range */
+};
+
+struct ps_capture {
+	char *buf;
+	size_t len;
+	bool truncated;
+};
+
+/* What the supervisor saw. Parsed into a verdict by result.c. */
+struct ps_outcome {
+	int wait_status;
+	bool reaped;
+	struct rusage ru;
+	uint64_t wall_us;
+	bool timed_out;			/* killed at the wall-clock deadline */
+	bool output_capped;		/* killed for exceeding the output cap */
+	bool report_capped;		/* the report channel overflowed */
+	struct ps_capture out, err, report;
+	bool have_held;
+	struct ps_held held;
+	bool phase_failed;
+	char phase_name[32];
+	int phase_err;
+	char phase_msg[200];
+	bool have_syscall;
+	int syscall_nr;
+	uint32_t syscall_arch;
+	char host_error[512];		/* the host's own failure, if any */
+};
+
+/* Parent: build the filter, prepare Landlock, enter the unchanging namespaces. */
+int ps_worker_prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
+		      char *err, size_t errlen);
+void ps_worker_release(struct ps_worker *w);
+
+/* Parent: fork a worker for one run and supervise it to the end. 0, or -errno for a host
+ * failure (then o->host_error says what). Nothing of the run survives the call. */
+int ps_worker_run(const struct ps_worker *w, const struct ps_run *r, struct ps_outcome *o);
+void ps_outcome_free(struct ps_outcome *o);
+const char *ps_worker_phase_name(int i);
+
+/* supervise.c: the parent's side of one run. */
+struct ps_supervise_fds {
+	int out, err, status, report, in;	/* parent's ends; in = -1 when no stdin data */
+	int pidfd;
+};
+void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_run *r,
+		  uint64_t start_us, struct ps_outcome *o);
+
+#endif

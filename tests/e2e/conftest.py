@@ -1,0 +1,46 @@
+"""Shared fixtures: run the real pysnip binary and parse its verdict."""
+import json
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PYSNIP = os.environ.get("PYSNIP", os.path.join(ROOT, "pysnip"))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+
+
+def run_pysnip(args, input_bytes=None, timeout=60):
+    """Run pysnip with args; returns CompletedProcess (bytes)."""
+    return subprocess.run([PYSNIP] + list(args), input=input_bytes, capture_output=True,
+                          timeout=timeout)
+
+
+def run_exec(code, *args, stdin=None, timeout=60):
+    """Run `pysnip exec -` on code (str or bytes) with extra args.
+
+    Returns (verdict dict or None, pysnip's exit status, stderr text)."""
+    if isinstance(code, str):
+        code = code.encode()
+    extra = list(args)
+    stdin_file = None
+    if stdin is not None:
+        stdin_file = tempfile.NamedTemporaryFile(delete=False)
+        stdin_file.write(stdin.encode() if isinstance(stdin, str) else stdin)
+        stdin_file.close()
+        extra += ["--stdin", stdin_file.name]
+    try:
+        p = run_pysnip(["exec"] + extra + ["-"], input_bytes=code, timeout=timeout)
+    finally:
+        if stdin_file:
+            os.unlink(stdin_file.name)
+    verdict = None
+    if p.stdout.strip():
+        verdict = json.loads(p.stdout)
+    return verdict, p.returncode, p.stderr.decode(errors="replace")
+
+
+@pytest.fixture
+def pysnip_bin():
+    return PYSNIP

@@ -1,0 +1,319 @@
+"""End-to-end: the real binary, `pysnip exec`, every status and the verdict's fields."""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import FIXTURES, PYSNIP, ROOT, run_exec, run_pysnip
+
+STATUSES = {"ok", "exception", "denied", "timeout", "cpu_limit", "memory_limit",
+            "output_limit", "signal", "internal_error"}
+TOP_KEYS = {"version", "status", "exit_code", "signal", "stdout", "stderr", "truncated",
+            "exception", "denials", "usage", "limits", "sandbox"}
+
+
+def check_schema(v):
+    assert TOP_KEYS <= set(v), TOP_KEYS - set(v)
+    assert v["version"] == 1
+    assert v["status"] in STATUSES
+    assert set(v["usage"]) >= {"wall_ms", "cpu_ms", "user_ms", "sys_ms", "max_rss_kb"}
+    assert isinstance(v["denials"], list)
+
+
+# --- statuses -------------------------------------------------------------------------
+
+def test_ok_hello():
+    v, rc, _ = run_exec(open(os.path.join(ROOT, "examples", "hello.py")).read())
+    check_schema(v)
+    assert rc == 0
+    assert v["status"] == "ok"
+    assert v["exit_code"] == 0 and v["signal"] is None
+    assert v["stdout"] == "hello from pysnip: sqrt(2) = 1.414214\n"
+    assert v["exception"] is None and v["denials"] == []
+    assert v["usage"]["wall_ms"] > 0 and v["usage"]["max_rss_kb"] > 0
+
+
+def test_exec_file_argument(tmp_path):
+    f = tmp_path / "code.py"
+    f.write_text("print(6 * 7)\n")
+    p = run_pysnip(["exec", str(f)])
+    assert p.returncode == 0, p.stderr
+    v = json.loads(p.stdout)
+    assert v["status"] == "ok" and v["stdout"] == "42\n"
+
+
+def test_exception_structured_with_snippet_frames_only():
+    code = "def f(x):\n    return 1 / x\n\nprint('before')\nf(0)\n"
+    v, rc, _ = run_exec(code)
+    assert rc == 0
+    assert v["status"] == "exception"
+    e = v["exception"]
+    assert e["type"] == "ZeroDivisionError"
+    assert "division by zero" in e["message"]
+    frames = e["traceback"]
+    assert [f["line"] for f in frames] == [5, 2]
+    assert [f["function"] for f in frames] == ["<module>", "f"]
+    assert all(f["file"] == "<snippet>" for f in frames)
+    assert frames[1]["text"] == "return 1 / x"
+    assert v["stdout"] == "before\n"
+
+
+def test_syntax_error_reports_line():
+    v, rc, _ = run_exec("x = 1\ny = (\n")
+    assert rc == 0
+    assert v["status"] == "exception"
+    assert v["exception"]["type"] == "SyntaxError"
+    assert v["exception"]["traceback"] == [] or v["exception"]["traceback"][0]["line"] >= 2
+
+
+def test_system_exit_code_is_not_an_exception():
+    v, rc, _ = run_exec("import sys\nprint('x')\nsys.exit(3)\n")
+    assert rc == 0
+    assert v["status"] == "ok"
+    assert v["exit_code"] == 3
+    assert v["stdout"] == "x\n"
+
+
+def test_timeout_kills_at_the_wall_clock():
+    v, rc, _ = run_exec("import time\nprint('start', flush=True)\ntime.sleep(30)\n",
+                        "--wall-time", "500ms")
+    assert rc == 0
+    assert v["status"] == "timeout"
+    assert v["signal"] == signal.SIGKILL
+    assert 400 <= v["usage"]["wall_ms"] < 5000
+    assert v["stdout"] == "start\n"
+
+
+def test_cpu_limit():
+    v, rc, _ = run_exec("while True:\n    pass\n", "--cpu-time", "1s", "--wall-time", "10s")
+    assert rc == 0
+    assert v["status"] == "cpu_limit", v
+    assert v["usage"]["cpu_ms"] >= 900
+
+
+def test_memory_limit_python_memoryerror():
+    v, rc, _ = run_exec("x = bytearray(512 * 1024 * 1024)\n", "--memory", "128M")
+    assert rc == 0
+    assert v["status"] == "memory_limit", v
+
+
+def test_memory_limit_gradual_growth():
+    code = "l = []\nwhile True:\n    l.append('x' * 1000000)\n"
+    v, rc, _ = run_exec(code, "--memory", "128M", "--wall-time", "20s")
+    assert rc == 0
+    assert v["status"] == "memory_limit", v
+
+
+def test_memory_positive_control():
+    v, rc, _ = run_exec("x = bytearray(32 * 1024 * 1024)\nprint(len(x))\n", "--memory", "256M")
+    assert v["status"] == "ok", v
+    assert v["stdout"] == str(32 * 1024 * 1024) + "\n"
+
+
+def test_output_limit_truncates_and_kills():
+    v, rc, _ = run_exec("while True:\n    print('x' * 1000)\n", "--output-limit", "64K")
+    assert rc == 0
+    assert v["status"] == "output_limit"
+    assert v["truncated"] is True
+    assert len(v["stdout"].encode()) + len(v["stderr"].encode()) <= 64 * 1024
+    assert len(v["stdout"]) > 60000
+
+
+def test_output_under_limit_not_truncated():
+    v, _, _ = run_exec("print('y' * 1000)\n", "--output-limit", "64K")
+    assert v["status"] == "ok" and v["truncated"] is False
+
+
+def test_signal_status():
+    # A snippet ended by a signal that is no sandbox layer's: abort() via os.abort.
+    v, rc, _ = run_exec("import os\nos.abort()\n")
+    assert rc == 0
+    assert v["status"] == "signal", v
+    assert v["signal"] == signal.SIGABRT
+
+
+def test_denied_by_python_layer():
+    v, rc, _ = run_exec("open('/etc/shadow').read()\n")
+    assert rc == 0
+    assert v["status"] == "denied"
+    d = v["denials"][0]
+    assert d["layer"] in ("audit", "landlock")
+    assert d["line"] in (1, None)
+
+
+def test_internal_error_for_impossible_policy(tmp_path):
+    # A required layer the host cannot apply: an identity uid the kernel refuses.
+    pol = tmp_path / "bad-identity.json"
+    pol.write_text(json.dumps({"extends": "default", "identity": {"uid": 4294967295,
+                                                                   "gid": 4294967295}}))
+    p = run_pysnip(["exec", "--policy", str(pol), "-"], input_bytes=b"print(1)\n")
+    if p.returncode == 1:
+        pytest.skip("policy parser rejects the uid outright: " + p.stderr.decode())
+    assert p.returncode == 2, p.stderr
+    v = json.loads(p.stdout)
+    assert v["status"] == "internal_error"
+    assert v["error"]
+
+
+# --- data in and out ------------------------------------------------------------------
+
+def test_stdin_is_the_snippets_sys_stdin():
+    code = "import sys\ndata = sys.stdin.read()\nprint(len(data), data.upper())\n"
+    v, _, _ = run_exec(code, stdin="abc\ndef\n")
+    assert v["status"] == "ok"
+    assert v["stdout"] == "8 ABC\nDEF\n\n"
+
+
+def test_large_stdin():
+    data = ("0123456789" * 100000 + "\n") * 3
+    v, _, _ = run_exec("import sys\nprint(len(sys.stdin.read()))\n", stdin=data)
+    assert v["status"] == "ok", v
+    assert v["stdout"] == "%d\n" % len(data)
+
+
+def test_no_stdin_reads_eof():
+    v, _, _ = run_exec("import sys\nprint(repr(sys.stdin.read()))\n")
+    assert v["stdout"] == "''\n"
+
+
+def test_unicode_output():
+    v, _, _ = run_exec("print('héllo wörld ✓ 😀 日本')\n")
+    assert v["stdout"] == "héllo wörld ✓ 😀 日本\n"
+
+
+def test_invalid_utf8_output_escaped_not_dropped():
+    code = "import sys\nsys.stdout.buffer.write(b'a\\xff\\xfeb\\x00c\\n')\n"
+    v, _, _ = run_exec(code)
+    assert v["status"] == "ok"
+    raw = v["stdout"].encode("utf-8", "surrogateescape")
+    assert raw == b"a\xff\xfeb\x00c\n"
+
+
+def test_stderr_captured_separately():
+    v, _, _ = run_exec("import sys\nprint('out')\nprint('err', file=sys.stderr)\n")
+    assert v["stdout"] == "out\n" and v["stderr"] == "err\n"
+
+
+def test_fake_verdict_on_stdout_is_just_output():
+    fake = json.dumps({"version": 1, "status": "ok", "exit_code": 0})
+    code = "import sys\nprint(%r)\nsys.stdout.flush()\nraise ValueError('real')\n" % fake
+    v, rc, _ = run_exec(code)
+    assert rc == 0
+    assert v["status"] == "exception"
+    assert v["exception"]["type"] == "ValueError"
+    assert v["stdout"] == fake + "\n"
+
+
+def test_nul_bytes_in_code_are_an_exception_not_a_crash():
+    v, rc, _ = run_exec(b"print(1)\x00\nprint(2)\n")
+    assert rc == 0
+    assert v["status"] == "exception"
+    assert v["exception"]["type"] in ("SyntaxError", "ValueError")
+
+
+def test_non_utf8_code_is_an_exception():
+    v, rc, _ = run_exec(b"print('\xff\xfe')\n")
+    assert rc == 0
+    assert v["status"] == "exception"
+    assert v["exception"]["type"] == "SyntaxError"
+
+
+def test_100mb_snippet_does_not_crash():
+    code = b"x = 1\n" + b"#" * (100 * 1024 * 1024) + b"\nprint(x)\n"
+    v, rc, err = run_exec(code, "--wall-time", "30s", timeout=120)
+    assert rc == 0, err
+    assert v["status"] in ("ok", "memory_limit", "timeout", "cpu_limit"), v["status"]
+
+
+def test_pretty_output_is_indented():
+    p = run_pysnip(["exec", "--pretty", "-"], input_bytes=b"print(1)\n")
+    assert p.returncode == 0
+    assert b"\n\t" in p.stdout or b"\n  " in p.stdout
+    assert json.loads(p.stdout)["status"] == "ok"
+
+
+# --- usage errors ----------------------------------------------------------------------
+
+def test_unknown_option_exit_1():
+    p = run_pysnip(["exec", "--frobnicate", "-"], input_bytes=b"print(1)")
+    assert p.returncode == 1
+    assert b"--frobnicate" in p.stderr
+    assert p.stdout == b""
+
+
+def test_unknown_command_exit_1():
+    p = run_pysnip(["launch"])
+    assert p.returncode == 1 and b"launch" in p.stderr
+
+
+def test_missing_file_exit_1():
+    p = run_pysnip(["exec", "/nonexistent/code.py"])
+    assert p.returncode == 1
+    assert b"/nonexistent/code.py" in p.stderr
+
+
+def test_bad_unit_names_the_option():
+    p = run_pysnip(["exec", "--memory", "12Q", "-"], input_bytes=b"print(1)")
+    assert p.returncode == 1
+    assert b"memory" in p.stderr
+
+
+def test_unknown_layer_names_it():
+    p = run_pysnip(["exec", "--disable-layer", "moat", "-"], input_bytes=b"print(1)")
+    assert p.returncode == 1 and b"moat" in p.stderr
+
+
+def test_malformed_policy_exit_1(tmp_path):
+    pol = tmp_path / "broken.json"
+    pol.write_text('{"limits": {"wall": "5 parsecs"}}')
+    p = run_pysnip(["exec", "--policy", str(pol), "-"], input_bytes=b"print(1)")
+    assert p.returncode == 1
+    err = p.stderr.decode()
+    assert str(pol) in err and "limits.wall" in err
+
+
+def test_unknown_policy_name_exit_1():
+    p = run_pysnip(["exec", "--policy", "no-such-policy", "-"], input_bytes=b"print(1)")
+    assert p.returncode == 1 and b"no-such-policy" in p.stderr
+
+
+def test_help_and_version():
+    p = run_pysnip(["exec", "--help"])
+    assert p.returncode == 0 and b"--wall-time" in p.stdout
+    p = run_pysnip(["--version"])
+    assert p.returncode == 0 and p.stdout.startswith(b"pysnip ")
+
+
+def test_check_policy_prints_resolved():
+    p = run_pysnip(["check-policy", "strict"])
+    assert p.returncode == 0, p.stderr
+    json.loads(p.stdout)
+
+
+def test_closed_stdout_is_a_clear_error():
+    r, w = os.pipe()
+    os.close(r)
+    p = subprocess.run([PYSNIP, "exec", "-"], input=b"print(1)\n", stdout=w,
+                       stderr=subprocess.PIPE, timeout=60)
+    os.close(w)
+    assert p.returncode == 2
+    assert b"stdout" in p.stderr
+
+
+# --- nothing survives -------------------------------------------------------------------
+
+def test_no_scratch_directory_left(tmp_path):
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    p = subprocess.run([PYSNIP, "exec", "-"], input=b"open('f.txt','w').write('x')\nprint(1)\n",
+                       capture_output=True, env=env, timeout=60)
+    assert json.loads(p.stdout)["status"] == "ok", p.stdout
+    assert os.listdir(tmp_path) == []
+
+
+def test_scratch_is_cwd_and_writable():
+    v, _, _ = run_exec("open('out.txt', 'w').write('data')\nprint(open('out.txt').read())\n")
+    assert v["status"] == "ok", v
+    assert v["stdout"] == "data\n"
