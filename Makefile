@@ -4,7 +4,7 @@
 #   make asan     ASan+UBSan build in build-asan/, then the tests against it
 #   make bench    latency figures (printed, not asserted)
 
-PKGS      := python3-embed libseccomp libcap-ng libcjson
+PKGS      := python3-embed libseccomp libcap-ng libcjson libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 PY        ?= /usr/bin/python3

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "http_client.h"
 #include "interp.h"
 #include "result.h"
 #include "util.h"
@@ -133,10 +134,8 @@ int ps_cmd_exec(int argc, char **argv)
 		ps_cli_usage(PS_CMD_EXEC, stdout);
 		return PS_EXIT_OK;
 	}
-	if (o.server) {
-		ps_err("--server: not supported by this build yet");
-		return PS_EXIT_USAGE;
-	}
+	if (o.server)
+		return ps_client_exec(&o);
 	if (o.stdin_file && !strcmp(o.stdin_file, "-") && !strcmp(o.file, "-")) {
 		ps_err("--stdin -: standard input already carries the snippet");
 		return PS_EXIT_USAGE;

@@ -7,5 +7,7 @@ enum { PS_EXIT_OK = 0, PS_EXIT_USAGE = 1, PS_EXIT_INTERNAL = 2 };
 
 int ps_cmd_exec(int argc, char **argv);
 int ps_cmd_check_policy(int argc, char **argv);
+int ps_cmd_serve(int argc, char **argv);
+int ps_cmd_zygote(int argc, char **argv);	/* internal: started by serve */
 
 #endif

@@ -15,13 +15,16 @@ static const struct command {
 } commands[] = {
 	{ "exec", ps_cmd_exec, "run one snippet, print its verdict" },
 	{ "check-policy", ps_cmd_check_policy, "validate a policy and print it resolved" },
+	{ "serve", ps_cmd_serve, "HTTP JSON API: warm zygotes, worker pool, auth, metrics" },
+	{ "zygote", ps_cmd_zygote, NULL },
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: pysnip COMMAND [OPTIONS]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].help);
+		if (commands[i].help)	/* internal commands have none */
+			fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].help);
 	fprintf(f, "\n`pysnip COMMAND --help` for a command's options.\n"
 		   "exit status: 0 the snippet ran (see the verdict's status), 1 usage or policy "
 		   "error, 2 internal error\n");

@@ -16,7 +16,6 @@
 #define DAY_MS (24ULL * 3600 * 1000)
 #define UID_MAX_VALID 4294967294ULL	/* (uid_t)-1 means "unchanged" to setresuid */
 
-
 /* ---- names ---- */
 
 static const char *const layer_names[PS_LAYER_COUNT] = {
@@ -125,7 +124,7 @@ struct field {
 
 #define SLOT(p, f, type) ((type *)(void *)((char *)(p) + (f)->off))
 
-static const char *json_type(const cJSON *v)
+const char *ps_json_type(const struct cJSON *v)
 {
 	if (cJSON_IsNull(v))
 		return "null";
@@ -142,7 +141,7 @@ static const char *json_type(const cJSON *v)
 
 static int wrong_type(const struct ps_pctx *c, const char *path, const char *want, const cJSON *v)
 {
-	return ps_pfail(c, path, "expected %s, got %s", want, json_type(v));
+	return ps_pfail(c, path, "expected %s, got %s", want, ps_json_type(v));
 }
 
 /* Range check shared by policy files and CLI overrides; reason into buf. */
@@ -171,7 +170,7 @@ static int apply_unit(const struct ps_pctx *c, const struct field *f, const cJSO
 
 	if (!cJSON_IsString(v))
 		return ps_pfail(c, path, "expected a string with a unit (e.g. \"%s\"), got %s",
-			    f->unit == &size_kind ? "256M" : "5s", json_type(v));
+				f->unit == &size_kind ? "256M" : "5s", ps_json_type(v));
 	if (parse_unit(f, v->valuestring, SLOT(p, f, uint64_t), reason, sizeof(reason)) < 0)
 		return ps_pfail(c, path, "%s", reason);
 	return 0;
@@ -188,12 +187,13 @@ static int get_count(const struct ps_pctx *c, const struct field *f, const cJSON
 	d = v->valuedouble;
 	if (d < 0)
 		return ps_pfail(c, path, "must not be negative");
-	if (d != (double)(uint64_t)d || d >= 18446744073709551616.0)
+	/* The range first: casting a double beyond 2^64 to an integer is undefined. */
+	if (d > (double)f->max)
+		return ps_pfail(c, path, "must be at most %" PRIu64, f->max);
+	if (d != (double)(uint64_t)d)
 		return ps_pfail(c, path, "must be a whole number");
 	if (d < (double)f->min)
 		return ps_pfail(c, path, "must be at least %" PRIu64, f->min);
-	if (d > (double)f->max)
-		return ps_pfail(c, path, "must be at most %" PRIu64, f->max);
 	*out = (uint64_t)d;
 	return 0;
 }
@@ -329,7 +329,7 @@ static int apply_errno(const struct ps_pctx *c, const struct field *f, const cJS
 			}
 		}
 		return ps_pfail(c, path, "unknown errno name '%s' (use a name like \"EPERM\" or a "
-			    "number 1..4095)", v->valuestring);
+				"number 1..4095)", v->valuestring);
 	}
 	if (!cJSON_IsNumber(v))
 		return wrong_type(c, path, "an errno name or number", v);
@@ -548,7 +548,7 @@ int ps_policy_apply_json(const struct ps_pctx *c, const struct cJSON *root, stru
 {
 	if (!cJSON_IsObject(root))
 		return ps_pfail(c, NULL, "the top level must be a JSON object, not %s",
-				json_type(root));
+				ps_json_type(root));
 	return apply_object(c, top_fields, root, "", p);
 }
 

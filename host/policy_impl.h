@@ -23,4 +23,7 @@ int ps_pfail(const struct ps_pctx *c, const char *field, const char *fmt, ...)
 /* Apply a policy document (a JSON object) onto p, key by key (policy_fields.c). */
 int ps_policy_apply_json(const struct ps_pctx *c, const struct cJSON *root, struct ps_policy *p);
 
+/* "a string", "an array", ... for "expected X, got Y" messages. */
+const char *ps_json_type(const struct cJSON *v);
+
 #endif

@@ -224,14 +224,20 @@ int ps_policy_modules(const struct ps_policy *p, struct ps_strlist *out, char *e
 	struct ps_strlist l = { 0 };
 	char file[4096];
 
+	char reason[4200];
+
 	for (size_t i = 0; i < p->module_lists.n; i++) {
 		snprintf(file, sizeof(file), "%s/%s.txt", ps_allow_dir(), p->module_lists.items[i]);
-		if (read_allow_file(file, &l, err, errlen) < 0)
+		if (read_allow_file(file, &l, reason, sizeof(reason)) < 0) {
+			snprintf(err, errlen, "policy %s: field modules.lists[%zu]: %s", p->path, i,
+				 reason);
 			goto fail;
+		}
 	}
 	for (size_t i = 0; i < p->modules_allow.n; i++) {
 		if (ps_strlist_push(&l, p->modules_allow.items[i]) < 0) {
-			snprintf(err, errlen, "policy %s: modules.allow: out of memory", p->path);
+			snprintf(err, errlen, "policy %s: field modules.allow: out of memory",
+				 p->path);
 			goto fail;
 		}
 	}

@@ -319,7 +319,9 @@ static cJSON *denials_json(const struct ps_outcome *o, const struct report *rep,
 			cJSON_AddItemToArray(out, cJSON_Duplicate(d, true));
 	}
 	if (o->have_syscall || signaled(o, SIGSYS)) {
-		const char *name = o->have_syscall ? ps_syscall_name(o->syscall_nr) : NULL;
+		const char *name = o->have_syscall
+					   ? ps_syscall_name_arch(o->syscall_nr, o->syscall_arch)
+					   : NULL;
 		char buf[48];
 
 		d = cJSON_CreateObject();

@@ -19,6 +19,8 @@ void ps_child_err_set(struct ps_child_err *e, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* strerror(3) text from a fixed table: safe in the child (no locale, no malloc). */
 const char *ps_errstr(int err);
+/* snprintf for the child (the subset ps_child_err_set knows); returns the length written. */
+int ps_fmt(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* What really held in this worker: the verdict's "sandbox" block. Fixed size: it crosses
  * the status pipe. */
@@ -83,6 +85,11 @@ int ps_filter_build(const struct ps_policy *p, struct ps_filter **out, char *err
 int ps_filter_load(const struct ps_filter *f, int status_fd, struct ps_held *held,
 		   struct ps_child_err *e);
 void ps_filter_free(struct ps_filter *f);
+/* Parent side, for the verdict: the name of a trapped syscall ("execve"; "read (x32)";
+ * "syscall 999"). arch is the AUDIT_ARCH_* of the record (0 = native). The text lives in
+ * a per-thread buffer until the next call. */
+const char *ps_syscall_name(int nr);
+const char *ps_syscall_name_arch(int nr, uint32_t arch);
 /* Parent side: the name of a native syscall number, or NULL. */
 const char *ps_syscall_name(int nr);
 
@@ -90,8 +97,11 @@ const char *ps_syscall_name(int nr);
 /* Parent/zygote, once: enter the namespaces that do not change per run (net, ipc, uts; a user
  * namespace first when not root). Returns the CLONE_NEW* bits entered, or -1 with err. */
 int ps_ns_enter_static(const struct ps_policy *p, bool best_effort, char *err, size_t errlen);
-/* fork() that also gives the child its own PID namespace (and mount namespace) when allowed. */
+/* fork() that also gives the child its own PID namespace (and mount namespace) when allowed;
+ * falls back to a plain fork() where the host refuses them. */
 pid_t ps_ns_fork(unsigned long extra_flags);
+/* In the child: the CLONE_NEW* bits ps_ns_fork really gave it (0 after the fallback). */
+uint32_t ps_ns_fork_flags(void);
 /* Child: size-capped tmpfs on scratch (needs a mount namespace). */
 int ps_ns_mount_scratch(const char *scratch, uint64_t bytes, struct ps_held *held,
 			struct ps_child_err *e);

@@ -3,7 +3,7 @@
  * ps_child_err_set runs in the worker after fork, where stdio and malloc are off limits
  * (another thread of the zygote could have held a lock at fork time, and a half-dropped
  * privilege state must not run library code we do not control). So this is a tiny
- * printf subset that only writes into the fixed buffer: %s %d %i %u %x %ld %lu %lld %llu
+ * printf subset that only writes into the fixed buffer: %s %d %i %u %x %o %ld %lu %lld %llu
  * %zu %c %%; ps_errstr gives strerror text from a table rather than strerror(3) (locale). */
 #include "sandbox.h"
 
@@ -91,7 +91,7 @@ const char *ps_errstr(int err)
 	return "Unknown error";
 }
 
-/* Length modifiers l, ll, z; conversions d i u x s c %. Unknown ones print verbatim. */
+/* Length modifiers l, ll, z; conversions d i u x o s c %. Unknown ones print verbatim. */
 static void format(struct out *o, const char *fmt, va_list ap)
 {
 	for (; *fmt; fmt++) {
@@ -114,9 +114,10 @@ static void format(struct out *o, const char *fmt, va_list ap)
 			break;
 		case 'u':
 		case 'x':
+		case 'o':
 			put_u(o, lng >= 2 ? va_arg(ap, unsigned long long)
 				 : lng ? va_arg(ap, unsigned long) : va_arg(ap, unsigned),
-			      *fmt == 'x' ? 16 : 10);
+			      *fmt == 'x' ? 16 : *fmt == 'o' ? 8 : 10);
 			break;
 		case 's':
 			put_s(o, va_arg(ap, const char *));
@@ -147,4 +148,19 @@ void ps_child_err_set(struct ps_child_err *e, int err, const char *fmt, ...)
 	va_end(ap);
 	*o.p = '\0';
 	e->err = err;
+}
+
+/* snprintf for the child: returns the length written (truncated to size - 1). */
+int ps_fmt(char *buf, size_t size, const char *fmt, ...)
+{
+	struct out o = { buf, size ? size - 1 : 0 };
+	va_list ap;
+
+	if (!size)
+		return 0;
+	va_start(ap, fmt);
+	format(&o, fmt, ap);
+	va_end(ap);
+	*o.p = '\0';
+	return (int)(o.p - buf);
 }

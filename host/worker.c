@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,8 +104,16 @@ static int phase_stdio(struct child *c)
  * so it comes before the identity drop. */
 static int phase_scratch(struct child *c)
 {
-	if (layer_on(c, PS_LAYER_NAMESPACES) && (c->w->ns_static || getuid() == 0)) {
-		if (ps_ns_mount_scratch(c->scratch, c->r->limits.scratch_bytes, &c->held, &c->e) < 0 &&
+	if (layer_on(c, PS_LAYER_NAMESPACES)) {
+		/* ps_ns_fork falls back to a plain fork where the host refuses a PID namespace. */
+		c->held.namespaces |= ps_ns_fork_flags();
+		if (!(ps_ns_fork_flags() & CLONE_NEWPID)) {
+			ps_child_err_set(&c->e, EPERM, "clone(CLONE_NEWPID|CLONE_NEWNS): refused by the host");
+			if (layer_failed(c, PS_LAYER_NAMESPACES) < 0)
+				return -1;
+		}
+		if ((c->w->ns_static || getuid() == 0) &&
+		    ps_ns_mount_scratch(c->scratch, c->r->limits.scratch_bytes, &c->held, &c->e) < 0 &&
 		    layer_failed(c, PS_LAYER_NAMESPACES) < 0)
 			return -1;
 	}
@@ -146,7 +155,9 @@ static int phase_landlock(struct child *c)
 {
 	if (!c->w->landlock)
 		return 0;
-	if (ps_landlock_apply(c->w->landlock, c->scratch, &c->held, &c->e) < 0)
+	/* "." is the scratch tmpfs: phase_scratch entered it while still privileged, so the
+	 * worker's uid needn't be able to walk the path from / to it. */
+	if (ps_landlock_apply(c->w->landlock, ".", &c->held, &c->e) < 0)
 		return layer_failed(c, PS_LAYER_LANDLOCK);
 	return 0;
 }

@@ -1,0 +1,782 @@
+/* The Python layer: a C audit hook (added before Py_Initialize, so nothing runs unhooked) and
+ * the import allowlist. It gives clean, attributable errors; it is not the security boundary
+ * (the kernel layers are: CPython's own docs say audit hooks cannot be a sandbox).
+ *
+ * Trust rule for imports and code creation: a frame is trusted when its code comes from the
+ * stdlib, lib-dynload, a policy python path, frozen modules or pyshim. Snippet code (and any code
+ * the snippet compiles) is untrusted. The module allowlist applies to imports whose originating
+ * frame (the innermost one outside the import machinery) is untrusted, so allowed stdlib modules
+ * keep their own transitive imports; the denylist of dangerous modules applies to everyone. The
+ * snippet cannot forge a trusted frame: compile() with a trusted-looking filename, code.__new__
+ * and marshal.loads outside importlib are denied. */
+#include "audit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <frameobject.h>
+
+#include "policy.h"
+#include "util.h"
+
+#define MAX_DENIALS 64
+#define MAX_PATHS 64
+
+struct denial {
+	char layer[8];
+	char event[48];
+	char detail[256];
+	int line;		/* snippet line, -1 when unknown */
+};
+
+struct path_set {
+	char *items[MAX_PATHS];
+	size_t n;
+};
+
+static struct {
+	bool installed, active;
+	int depth;			/* re-entrancy: events raised by the hook's own calls pass */
+	const char *policy;
+	struct path_set readable, writable, trusted;
+	char **modules;			/* sorted allowlist */
+	size_t n_modules;
+	char **audit_allow;
+	size_t n_audit_allow;
+	char scratch[PATH_MAX];
+	int report_fd;
+	PyObject *import_error;		/* PolicyImportError, a ModuleNotFoundError */
+	PyObject *orig_import;
+	PyObject *pathlib_name;
+	struct denial denials[MAX_DENIALS];
+	size_t n_denials;
+} g = { .report_fd = -1 };
+
+/* Dangerous whatever imports them: process creation, sockets, raw memory and native code,
+ * resource and terminal control, host account databases, test-only C modules. */
+static const char *const denied_modules[] = {
+	"_crypt", "_ctypes", "_ctypes_test", "_curses", "_curses_panel", "_dbm", "_gdbm",
+	"_lsprof", "_multiprocessing", "_posixshmem", "_posixsubprocess", "_socket", "_ssl",
+	"_testbuffer", "_testcapi", "_testclinic", "_testimportmultiple", "_testinternalcapi",
+	"_testmultiphase", "_xxsubinterpreters", "_xxtestfuzz", "crypt", "ctypes", "curses",
+	"faulthandler", "fcntl", "grp", "mmap", "multiprocessing", "nis", "ossaudiodev", "pty",
+	"pwd", "readline", "resource", "socket", "spwd", "ssl", "subprocess", "syslog", "termios",
+	"xxlimited", "xxlimited_35", "xxsubtype",
+};
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+bool ps_audit_denied_module(const char *name)
+{
+	const char *key = name;
+	return bsearch(&key, denied_modules, PS_ARRAY_LEN(denied_modules), sizeof(char *),
+		       cmp_str) != NULL;
+}
+
+/* "a.b.c" is denied if "a", "a.b" or "a.b.c" is; allowed if any of them is listed. */
+static bool module_match(const char *name, bool (*in)(const char *))
+{
+	char buf[256];
+	size_t n = strlen(name);
+	if (n >= sizeof(buf))
+		return in == ps_audit_denied_module;	/* absurd names: deny, never allow */
+	memcpy(buf, name, n + 1);
+	for (;;) {
+		if (in(buf))
+			return true;
+		char *dot = strrchr(buf, '.');
+		if (!dot)
+			return false;
+		*dot = '\0';
+	}
+}
+
+static bool in_allowlist(const char *name)
+{
+	const char *key = name;
+	return g.n_modules &&
+	       bsearch(&key, g.modules, g.n_modules, sizeof(char *), cmp_str) != NULL;
+}
+
+static bool under(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	if (n == 1 && prefix[0] == '/')
+		return true;
+	return strncmp(path, prefix, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+static bool in_set(const struct path_set *s, const char *path)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (under(path, s->items[i]))
+			return true;
+	return false;
+}
+
+static int set_add(struct path_set *s, const char *path)
+{
+	char real[PATH_MAX];
+	if (s->n == MAX_PATHS)
+		return -1;
+	s->items[s->n] = strdup(realpath(path, real) ? real : path);
+	if (!s->items[s->n])
+		return -1;
+	s->n++;
+	return 0;
+}
+
+/* ---- frames ---- */
+
+static const char *code_filename(PyFrameObject *f)
+{
+	PyCodeObject *co = PyFrame_GetCode(f);
+	const char *s = PyUnicode_AsUTF8(co->co_filename);
+	Py_DECREF(co);	/* the frame keeps the code (and its filename) alive */
+	if (!s)
+		PyErr_Clear();
+	return s ? s : "";
+}
+
+static bool trusted_filename(const char *fn)
+{
+	if (strncmp(fn, "<frozen ", 8) == 0 || strncmp(fn, "<pysnip:", 8) == 0)
+		return true;
+	return fn[0] == '/' && in_set(&g.trusted, fn);
+}
+
+static bool import_machinery(const char *fn)
+{
+	if (strncmp(fn, "<frozen importlib.", 18) == 0)
+		return true;
+	return g.trusted.n && under(fn, g.trusted.items[0]) &&
+	       strncmp(fn + strlen(g.trusted.items[0]), "/importlib/", 11) == 0;
+}
+
+/* The innermost frame outside the import machinery decides who imports. No frame at all means
+ * the host's own C code (init, pyshim setup): trusted. */
+static bool origin_trusted(bool skip_importlib)
+{
+	PyFrameObject *f = PyEval_GetFrame();
+	Py_XINCREF(f);
+	bool trusted = true;
+	while (f) {
+		const char *fn = code_filename(f);
+		if (!(skip_importlib && import_machinery(fn))) {
+			trusted = trusted_filename(fn);
+			break;
+		}
+		PyFrameObject *back = PyFrame_GetBack(f);
+		Py_DECREF(f);
+		f = back;
+	}
+	Py_XDECREF(f);
+	return trusted;
+}
+
+static bool caller_is_importlib(void)
+{
+	PyFrameObject *f = PyEval_GetFrame();
+	return f && strncmp(code_filename(f), "<frozen importlib.", 18) == 0;
+}
+
+static int snippet_line(void)
+{
+	PyFrameObject *f = PyEval_GetFrame();
+	Py_XINCREF(f);
+	int line = -1;
+	while (f) {
+		if (strcmp(code_filename(f), "<snippet>") == 0) {
+			line = PyFrame_GetLineNumber(f);
+			break;
+		}
+		PyFrameObject *back = PyFrame_GetBack(f);
+		Py_DECREF(f);
+		f = back;
+	}
+	Py_XDECREF(f);
+	return line;
+}
+
+/* ---- denials ---- */
+
+static void record(const char *layer, const char *event, const char *detail)
+{
+	if (g.n_denials == MAX_DENIALS)
+		return;
+	struct denial *d = &g.denials[g.n_denials++];
+	snprintf(d->layer, sizeof(d->layer), "%s", layer);
+	snprintf(d->event, sizeof(d->event), "%s", event);
+	snprintf(d->detail, sizeof(d->detail), "%s", detail);
+	d->line = snippet_line();
+}
+
+static int deny(const char *event, const char *detail)
+{
+	record("audit", event, detail);
+	if (detail[0])
+		PyErr_Format(PyExc_PermissionError, "pysnip: %s('%s') denied by policy '%s'", event,
+			     detail, g.policy);
+	else
+		PyErr_Format(PyExc_PermissionError, "pysnip: %s denied by policy '%s'", event,
+			     g.policy);
+	return -1;
+}
+
+PyObject *ps_audit_denials(PyObject *self, PyObject *unused)
+{
+	PyObject *list = PyList_New(0);
+	for (size_t i = 0; list && i < g.n_denials; i++) {
+		struct denial *d = &g.denials[i];
+		PyObject *t = d->line >= 0 ?
+			Py_BuildValue("(sssi)", d->layer, d->event, d->detail, d->line) :
+			Py_BuildValue("(sssO)", d->layer, d->event, d->detail, Py_None);
+		if (!t || PyList_Append(list, t) < 0)
+			Py_CLEAR(list);
+		Py_XDECREF(t);
+	}
+	return list;
+}
+
+/* ---- imports ---- */
+
+/* via_import_func: called through builtins.__import__. The import machinery's own frames
+ * only reach __import__ through C helpers for its own needs (io.open_code importing _io),
+ * so an innermost importlib frame there is trusted; finder and "import" event calls always come
+ * from importlib and look past it to whoever asked. */
+static int check_import(const char *name, int level, bool via_import_func)
+{
+	if (!g.active)
+		return 0;
+	const char *why = NULL;
+	bool trusted = (via_import_func && caller_is_importlib()) || origin_trusted(true);
+	if (module_match(name, ps_audit_denied_module))
+		why = "dangerous";
+	else if (!trusted && strcmp(name, "__main__") != 0 &&
+		 (level > 0 || !module_match(name, in_allowlist)))
+		why = "not allowed";
+	if (!why)
+		return 0;
+	/* The stdlib probing for an optional module (pdb for readline) sees it absent, as on a
+	 * platform without it: not a denial of the snippet's. If the snippet's own code fails
+	 * because of it, pyshim records the PolicyImportError that escapes. */
+	if (!trusted)
+		record("import", "import", name);
+	PyObject *msg = PyUnicode_FromFormat("pysnip: import of '%s' denied by policy '%s' (%s)",
+					     name, g.policy, why);
+	PyObject *mod = PyUnicode_FromString(name);
+	if (msg && mod) {
+		PyObject *exc = PyObject_CallFunctionObjArgs(g.import_error, msg, NULL);
+		if (exc) {
+			PyObject_SetAttrString(exc, "name", mod);
+			PyErr_SetObject(g.import_error, exc);
+			Py_DECREF(exc);
+		}
+	}
+	Py_XDECREF(msg);
+	Py_XDECREF(mod);
+	if (!PyErr_Occurred())
+		PyErr_NoMemory();
+	return -1;
+}
+
+static PyObject *import_wrapper(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "name", "globals", "locals", "fromlist", "level", NULL };
+	PyObject *name, *globals = NULL, *locals = NULL, *fromlist = NULL;
+	int level = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "U|OOOi:__import__", kwlist, &name, &globals,
+					 &locals, &fromlist, &level))
+		return NULL;
+	const char *s = PyUnicode_AsUTF8(name);
+	if (!s || check_import(s, level, true) < 0)
+		return NULL;
+	return PyObject_Call(g.orig_import, args, kw);
+}
+
+static PyObject *finder_find_spec(PyObject *self, PyObject *args)
+{
+	PyObject *name, *path = NULL, *target = NULL;
+	if (!PyArg_ParseTuple(args, "U|OO:find_spec", &name, &path, &target))
+		return NULL;
+	const char *s = PyUnicode_AsUTF8(name);
+	if (!s || check_import(s, 0, false) < 0)
+		return NULL;
+	Py_RETURN_NONE;	/* allowed: the next finder does the work */
+}
+
+static PyMethodDef import_def = { "__import__", (PyCFunction)(void (*)(void))import_wrapper,
+				  METH_VARARGS | METH_KEYWORDS,
+				  "__import__ under the pysnip import policy" };
+static PyMethodDef find_spec_def = { "find_spec", finder_find_spec, METH_VARARGS,
+				     "deny imports outside the pysnip policy" };
+
+PyObject *ps_audit_import_func(PyObject *orig_import)
+{
+	Py_XSETREF(g.orig_import, Py_NewRef(orig_import));
+	/* no __self__: the snippet reaches no module object through it */
+	return PyCFunction_NewEx(&import_def, NULL, NULL);
+}
+
+PyObject *ps_audit_finder(void)
+{
+	PyObject *m = PyModule_New("pysnip_finder");
+	PyObject *f = PyCFunction_NewEx(&find_spec_def, NULL, NULL);
+	if (!m || !f || PyModule_AddObject(m, "find_spec", f) < 0) {
+		Py_XDECREF(f);
+		Py_XDECREF(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* ---- paths ---- */
+
+enum path_kind { PATH_NONE, PATH_STR, PATH_FD, PATH_BAD };
+
+/* Only types whose conversion runs no snippet code: str, bytes, fd, DirEntry, pathlib's own. */
+static bool plain_pathlike(PyObject *o)
+{
+	static const char *const pathlib_types[] = { "PurePath", "PurePosixPath", "Path",
+						     "PosixPath" };
+	const char *tn = Py_TYPE(o)->tp_name;
+	if (strcmp(tn, "posix.DirEntry") == 0)
+		return true;
+	PyObject *pathlib = g.pathlib_name ? PyImport_GetModule(g.pathlib_name) : NULL;
+	bool ok = false;
+	for (size_t i = 0; pathlib && !ok && i < PS_ARRAY_LEN(pathlib_types); i++) {
+		PyObject *t = PyObject_GetAttrString(pathlib, pathlib_types[i]);
+		ok = t == (PyObject *)Py_TYPE(o);
+		Py_XDECREF(t);
+	}
+	Py_XDECREF(pathlib);
+	PyErr_Clear();
+	return ok;
+}
+
+static enum path_kind path_arg(PyObject *o, char *buf, size_t n, int *fd)
+{
+	if (o == NULL || o == Py_None) {
+		snprintf(buf, n, ".");
+		return PATH_NONE;
+	}
+	if (PyLong_Check(o)) {
+		*fd = PyLong_AsLong(o);
+		PyErr_Clear();
+		return PATH_FD;
+	}
+	if (!PyUnicode_Check(o) && !PyBytes_Check(o) && !plain_pathlike(o))
+		return PATH_BAD;
+	PyObject *p = PyOS_FSPath(o), *b = NULL;
+	if (p && PyUnicode_Check(p))
+		b = PyUnicode_EncodeFSDefault(p);
+	else if (p && PyBytes_Check(p))
+		b = Py_NewRef(p);
+	Py_XDECREF(p);
+	if (!b) {
+		PyErr_Clear();
+		return PATH_BAD;
+	}
+	snprintf(buf, n, "%s", PyBytes_AS_STRING(b));
+	bool nul = strlen(PyBytes_AS_STRING(b)) != (size_t)PyBytes_GET_SIZE(b);
+	Py_DECREF(b);
+	return nul ? PATH_BAD : PATH_STR;
+}
+
+/* Lexical absolute form of path (relative to dir_fd or the cwd), then symlinks resolved as far
+ * as the file (or, for a file not created yet, its directory) exists. */
+static int resolve(const char *path, int dir_fd, char *out)
+{
+	char abs[PATH_MAX * 2], real[PATH_MAX];
+	if (path[0] == '/') {
+		snprintf(abs, sizeof(abs), "%s", path);
+	} else {
+		char base[PATH_MAX];
+		if (dir_fd >= 0 && dir_fd != AT_FDCWD) {
+			char link[64];
+			snprintf(link, sizeof(link), "/proc/self/fd/%d", dir_fd);
+			ssize_t k = readlink(link, base, sizeof(base) - 1);
+			if (k <= 0)
+				return -1;
+			base[k] = '\0';
+		} else if (!getcwd(base, sizeof(base))) {
+			return -1;
+		}
+		snprintf(abs, sizeof(abs), "%s/%s", base, path);
+	}
+	/* normalise ".", ".." and "//" lexically */
+	char *w = out, *seg = abs;
+	*w = '\0';
+	while (*seg) {
+		while (*seg == '/')
+			seg++;
+		char *end = strchrnul(seg, '/');
+		size_t len = (size_t)(end - seg);
+		if (len == 0 || (len == 1 && seg[0] == '.')) {
+		} else if (len == 2 && seg[0] == '.' && seg[1] == '.') {
+			char *slash = strrchr(out, '/');
+			w = slash ? slash : out;
+			*w = '\0';
+		} else {
+			if ((size_t)(w - out) + len + 2 >= PATH_MAX)
+				return -1;
+			*w++ = '/';
+			memcpy(w, seg, len);
+			w += len;
+			*w = '\0';
+		}
+		seg = end;
+	}
+	if (!out[0])
+		strcpy(out, "/");
+	if (realpath(out, real)) {
+		strcpy(out, real);
+	} else {
+		char *slash = strrchr(out, '/');
+		if (slash && slash != out) {
+			*slash = '\0';
+			if (realpath(out, real) && strlen(real) + strlen(slash + 1) + 2 < PATH_MAX) {
+				size_t rl = strlen(real);
+				real[rl] = '/';
+				strcpy(real + rl + 1, slash + 1);
+				strcpy(out, real);
+			} else {
+				*slash = '/';
+			}
+		}
+	}
+	return 0;
+}
+
+static bool fd_ok(int fd)
+{
+	return fd != g.report_fd;
+}
+
+/* 0 allowed, -1 denied (exception set). want_write: the writable set, else the readable one. */
+static int check_path(const char *event, PyObject *args, Py_ssize_t idx, Py_ssize_t dirfd_idx,
+		      bool want_write)
+{
+	char given[PATH_MAX], full[PATH_MAX];
+	int fd = -1, dir_fd = -1;
+	PyObject *o = PyTuple_GET_SIZE(args) > idx ? PyTuple_GET_ITEM(args, idx) : NULL;
+	enum path_kind k = path_arg(o, given, sizeof(given), &fd);
+	if (k == PATH_FD)
+		return fd_ok(fd) ? 0 : deny(event, "report fd");
+	if (k == PATH_BAD)
+		return deny(event, "<path-like object>");
+	if (dirfd_idx >= 0 && PyTuple_GET_SIZE(args) > dirfd_idx) {
+		PyObject *d = PyTuple_GET_ITEM(args, dirfd_idx);
+		if (d != Py_None && PyLong_Check(d))
+			dir_fd = PyLong_AsLong(d);
+		PyErr_Clear();
+	}
+	if (resolve(given, dir_fd, full) < 0)
+		return deny(event, given);
+	bool ok = in_set(&g.writable, full) || (g.scratch[0] && under(full, g.scratch));
+	if (!want_write && !ok)
+		ok = in_set(&g.readable, full);
+	return ok ? 0 : deny(event, given);
+}
+
+/* ---- events ---- */
+
+static bool open_writes(PyObject *args)
+{
+	PyObject *mode = PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
+	PyObject *flags = PyTuple_GET_SIZE(args) > 2 ? PyTuple_GET_ITEM(args, 2) : NULL;
+	if (mode && PyUnicode_Check(mode)) {
+		const char *m = PyUnicode_AsUTF8(mode);
+		if (m && strpbrk(m, "wax+"))
+			return true;
+	}
+	if (flags && PyLong_Check(flags)) {
+		long f = PyLong_AsLong(flags);
+		PyErr_Clear();
+		if ((f & O_ACCMODE) != O_RDONLY || (f & (O_CREAT | O_TRUNC | O_APPEND)))
+			return true;
+	}
+	return false;
+}
+
+static int ev_open(const char *ev, PyObject *args)
+{
+	return check_path(ev, args, 0, -1, open_writes(args));
+}
+
+#define PATH_EVENT(fn, idx, dirfd, write)                                  \
+	static int fn(const char *ev, PyObject *args)                      \
+	{                                                                  \
+		return check_path(ev, args, idx, dirfd, write);            \
+	}
+PATH_EVENT(ev_read0, 0, -1, false)
+PATH_EVENT(ev_write0, 0, -1, true)
+PATH_EVENT(ev_write0_fd1, 0, 1, true)
+PATH_EVENT(ev_write0_fd2, 0, 2, true)
+PATH_EVENT(ev_write0_fd3, 0, 3, true)
+
+static int ev_write_two(const char *ev, PyObject *args)	/* rename, link: src and dst */
+{
+	if (check_path(ev, args, 0, 2, true) < 0)
+		return -1;
+	return check_path(ev, args, 1, 3, true);
+}
+
+static int ev_symlink(const char *ev, PyObject *args)
+{
+	return check_path(ev, args, 1, 2, true);
+}
+
+/* Denied outright; the detail is the first argument when it is a path or command. */
+static int ev_deny(const char *ev, PyObject *args)
+{
+	char buf[256];
+	int fd;
+	PyObject *a = PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
+	if (a && (PyUnicode_Check(a) || PyBytes_Check(a)) &&
+	    path_arg(a, buf, sizeof(buf), &fd) == PATH_STR)
+		return deny(ev, buf);
+	PyErr_Clear();
+	return deny(ev, "");
+}
+
+static int ev_kill(const char *ev, PyObject *args)
+{
+	PyObject *pid = PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
+	long p = pid && PyLong_Check(pid) ? PyLong_AsLong(pid) : -1;
+	PyErr_Clear();
+	if (p == (long)getpid())
+		return 0;
+	char d[32];
+	snprintf(d, sizeof(d), "%ld", p);
+	return deny(ev, d);
+}
+
+static int ev_import(const char *ev, PyObject *args)
+{
+	PyObject *name = PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
+	const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+	if (!s) {
+		PyErr_Clear();
+		return 0;
+	}
+	return check_import(s, 0, false);
+}
+
+/* marshal data becomes code: only the import system may do that. */
+static int ev_marshal(const char *ev, PyObject *args)
+{
+	return caller_is_importlib() ? 0 : deny(ev, "");
+}
+
+/* A trusted-looking filename would make code count as stdlib: only importlib compiles those. */
+static int ev_compile(const char *ev, PyObject *args)
+{
+	PyObject *fn = PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
+	char buf[PATH_MAX];
+	int fd;
+	if (!fn || path_arg(fn, buf, sizeof(buf), &fd) != PATH_STR) {
+		PyErr_Clear();
+		return 0;
+	}
+	if (!trusted_filename(buf) || caller_is_importlib())
+		return 0;
+	return deny(ev, buf);
+}
+
+static int ev_untrusted_caller(const char *ev, PyObject *args)
+{
+	return origin_trusted(false) ? 0 : deny(ev, "");
+}
+
+struct event_rule {
+	const char *name;	/* exact, or a prefix ending in '.' */
+	int (*check)(const char *ev, PyObject *args);
+};
+
+/* Sorted by nothing in particular; prefixes end in '.'. */
+static const struct event_rule rules[] = {
+	{ "open", ev_open },
+	{ "import", ev_import },
+	{ "os.listdir", ev_read0 },
+	{ "os.scandir", ev_read0 },
+	{ "os.chdir", ev_read0 },
+	{ "os.getxattr", ev_read0 },
+	{ "os.listxattr", ev_read0 },
+	{ "os.fwalk", ev_read0 },
+	{ "os.walk", ev_read0 },
+	{ "os.mkdir", ev_write0_fd2 },
+	{ "os.rmdir", ev_write0_fd1 },
+	{ "os.remove", ev_write0_fd1 },
+	{ "os.chmod", ev_write0_fd2 },
+	{ "os.chown", ev_write0_fd3 },
+	{ "os.utime", ev_write0_fd3 },
+	{ "os.truncate", ev_write0 },
+	{ "os.setxattr", ev_write0 },
+	{ "os.removexattr", ev_write0 },
+	{ "os.rename", ev_write_two },
+	{ "os.link", ev_write_two },
+	{ "os.symlink", ev_symlink },
+	{ "os.kill", ev_kill },
+	{ "os.killpg", ev_kill },
+	{ "os.system", ev_deny },
+	{ "os.exec", ev_deny },
+	{ "os.posix_spawn", ev_deny },
+	{ "os.spawn", ev_deny },
+	{ "os.fork", ev_deny },
+	{ "os.forkpty", ev_deny },
+	{ "os.startfile", ev_deny },
+	{ "subprocess.Popen", ev_deny },
+	{ "pty.spawn", ev_deny },
+	{ "socket.", ev_deny },
+	{ "ctypes.", ev_deny },
+	{ "mmap.", ev_deny },
+	{ "fcntl.", ev_deny },
+	{ "resource.", ev_deny },
+	{ "syslog.", ev_deny },
+	{ "webbrowser.open", ev_deny },
+	{ "sqlite3.enable_load_extension", ev_deny },
+	{ "sqlite3.load_extension", ev_deny },
+	{ "gc.get_objects", ev_deny },
+	{ "gc.get_referrers", ev_deny },
+	{ "gc.get_referents", ev_deny },
+	{ "code.__new__", ev_deny },
+	{ "sys.settrace", ev_untrusted_caller },
+	{ "sys.setprofile", ev_untrusted_caller },
+	{ "sys.addaudithook", ev_deny },
+	{ "sys._current_frames", ev_untrusted_caller },
+	{ "function.__new__", ev_untrusted_caller },
+	{ "cpython.PyInterpreterState_New", ev_deny },
+	{ "marshal.loads", ev_marshal },
+	{ "marshal.load", ev_marshal },
+	{ "compile", ev_compile },
+};
+
+static bool rule_matches(const char *rule, const char *event)
+{
+	size_t n = strlen(rule);
+	if (rule[n - 1] == '.')
+		return strncmp(event, rule, n) == 0;
+	return strcmp(event, rule) == 0;
+}
+
+/* policy audit.allow: exact names, or "prefix.*" */
+static bool granted(const char *event)
+{
+	for (size_t i = 0; i < g.n_audit_allow; i++) {
+		const char *a = g.audit_allow[i];
+		size_t n = strlen(a);
+		if (n >= 2 && strcmp(a + n - 2, ".*") == 0) {
+			if (strncmp(event, a, n - 1) == 0)
+				return true;
+		} else if (strcmp(event, a) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+static int hook(const char *event, PyObject *args, void *data)
+{
+	if (!g.active || g.depth > 0)
+		return 0;
+	for (size_t i = 0; i < PS_ARRAY_LEN(rules); i++) {
+		if (!rule_matches(rules[i].name, event))
+			continue;
+		if (granted(event))
+			return 0;
+		g.depth++;
+		int r = rules[i].check(event, args);
+		g.depth--;
+		return r;
+	}
+	return 0;
+}
+
+int ps_audit_install(void)
+{
+	if (g.installed)
+		return 0;
+	g.installed = true;
+	return PySys_AddAuditHook(hook, NULL);
+}
+
+static char **copy_list(const struct ps_strlist *l, size_t *n)
+{
+	char **v = calloc(l && l->n ? l->n : 1, sizeof(char *));
+	*n = 0;
+	for (size_t i = 0; v && l && i < l->n; i++)
+		if (!(v[(*n)++] = strdup(l->items[i])))
+			return NULL;
+	return v;
+}
+
+int ps_audit_configure(const struct ps_interp_opts *o, const char *stdlib_dir,
+		       const char *dynload_dir, char *err, size_t errlen)
+{
+	const struct ps_policy *p = o->policy;
+	g.policy = p && p->name ? p->name : "default";
+	int r = 0;
+	/* trusted.items[0] must be the stdlib (import_machinery relies on it) */
+	r |= set_add(&g.trusted, stdlib_dir);
+	r |= set_add(&g.trusted, dynload_dir);
+	r |= set_add(&g.readable, stdlib_dir);
+	r |= set_add(&g.readable, dynload_dir);
+	static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/urandom",
+					       "/dev/random" };
+	for (size_t i = 0; i < PS_ARRAY_LEN(devices); i++)
+		r |= set_add(&g.readable, devices[i]);
+	r |= set_add(&g.writable, "/dev/null");
+	for (size_t i = 0; p && i < p->python_paths.n; i++) {
+		r |= set_add(&g.trusted, p->python_paths.items[i]);
+		r |= set_add(&g.readable, p->python_paths.items[i]);
+	}
+	for (size_t i = 0; p && i < p->read_paths.n; i++)
+		r |= set_add(&g.readable, p->read_paths.items[i]);
+	for (size_t i = 0; p && i < p->write_paths.n; i++)
+		r |= set_add(&g.writable, p->write_paths.items[i]);
+	if (r) {
+		snprintf(err, errlen, "audit: too many paths (at most %d a kind)", MAX_PATHS);
+		return -1;
+	}
+	g.modules = copy_list(o->modules, &g.n_modules);
+	g.audit_allow = copy_list(p ? &p->audit_allow : NULL, &g.n_audit_allow);
+	if (!g.modules || !g.audit_allow) {
+		snprintf(err, errlen, "audit: out of memory");
+		return -1;
+	}
+	qsort(g.modules, g.n_modules, sizeof(char *), cmp_str);
+	g.import_error = PyErr_NewExceptionWithDoc(
+		"pysnip.PolicyImportError", "An import the pysnip policy denies.",
+		PyExc_ModuleNotFoundError, NULL);
+	g.pathlib_name = PyUnicode_InternFromString("pathlib");
+	if (!g.import_error || !g.pathlib_name) {
+		PyErr_Clear();
+		snprintf(err, errlen, "audit: PyErr_NewException(PolicyImportError) failed");
+		return -1;
+	}
+	return 0;
+}
+
+void ps_audit_activate(void)
+{
+	g.active = true;
+}
+
+void ps_audit_set_scratch(const char *dir)
+{
+	if (!realpath(dir, g.scratch))
+		snprintf(g.scratch, sizeof(g.scratch), "%s", dir);
+}
+
+void ps_audit_set_report_fd(int fd)
+{
+	g.report_fd = fd;
+}

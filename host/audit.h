@@ -1,0 +1,38 @@
+/* The Python layer's enforcement, shared by interp.c and audit.c only (both include Python.h):
+ * the C audit hook, the import checks (builtins.__import__ wrapper, a sys.meta_path finder,
+ * the "import" audit event) and the denial record the report reads. */
+#ifndef PS_AUDIT_H
+#define PS_AUDIT_H
+
+#include <Python.h>
+#include <stdbool.h>
+
+#include "interp.h"
+
+/* Before Py_InitializeFromConfig: PySys_AddAuditHook. The hook does nothing until activated. */
+int ps_audit_install(void);
+
+/* Built-in modules that must not exist when the Python layer is on (filters PyImport_Inittab). */
+bool ps_audit_denied_module(const char *name);
+
+/* After init, parent: copy the policy's paths and module lists; make PolicyImportError.
+ * 0, or -1 with err filled. */
+int ps_audit_configure(const struct ps_interp_opts *o, const char *stdlib_dir,
+		       const char *dynload_dir, char *err, size_t errlen);
+
+/* Start enforcing (the end of init): from here on every event is checked. */
+void ps_audit_activate(void);
+
+/* Child: the per-run scratch directory and the report fd (never writable by the snippet). */
+void ps_audit_set_scratch(const char *dir);
+void ps_audit_set_report_fd(int fd);
+
+/* Objects pyshim installs: builtins.__import__ replacement and a meta_path finder.
+ * New references; NULL with an exception on failure. */
+PyObject *ps_audit_import_func(PyObject *orig_import);
+PyObject *ps_audit_finder(void);
+
+/* The denials recorded so far, as a list of (layer, event, detail, line|None). New reference. */
+PyObject *ps_audit_denials(PyObject *self, PyObject *unused);
+
+#endif

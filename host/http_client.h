@@ -1,0 +1,14 @@
+/* `pysnip exec --server URL`: send the snippet to a running `pysnip serve` and print the
+ * verdict exactly as `pysnip exec` would. */
+#ifndef PS_HTTP_CLIENT_H
+#define PS_HTTP_CLIENT_H
+
+#include "cli.h"
+
+/* URL: http://HOST:PORT or unix:/path. The token, if the server wants one, comes from the
+ * PYSNIP_TOKEN environment variable. Returns pysnip's exit status: 0 a verdict was printed,
+ * 1 the server refused the request (4xx, message on stderr), 2 the server or the connection
+ * failed (an internal_error verdict is printed when the server sent one). */
+int ps_client_exec(const struct ps_opts *o);
+
+#endif

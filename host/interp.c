@@ -1,0 +1,370 @@
+/* The embedded interpreter: initialised once in the parent (isolated config, audit hook first,
+ * dangerous built-ins removed, sys.path pinned, pyshim loaded, optionally every allowed module
+ * pre-imported and frozen), then used by each forked worker to run one snippet.
+ *
+ * The snippet runs from C, at the bottom of the Python stack: no pyshim frame sits under it,
+ * so frame walking from the snippet finds nothing of the host's to tamper with. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <marshal.h>
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "audit.h"
+#include "interp.h"
+#include "util.h"
+
+extern const unsigned char ps_pyshim_blob[], ps_pyshim_blob_end[];
+
+static struct {
+	bool ready;
+	char prefix[PATH_MAX];
+	char stdlib[PATH_MAX];
+	char dynload[PATH_MAX];
+	char scratch[PATH_MAX];
+	PyObject *shim;		/* pyshim's namespace (in no sys.modules entry) */
+	PyObject *compile;	/* builtins.compile, kept before any snippet can replace it */
+} st;
+
+/* Written when even the report cannot be built (memory exhausted): no allocation needed. */
+static const char fallback_report[] =
+	"{\"exception\": {\"type\": \"MemoryError\", \"message\": \"\", \"traceback\": []}, "
+	"\"denials\": [], \"exit\": \"exception\", \"system_exit_code\": null, "
+	"\"memory_error\": true}";
+
+/* pyshim itself failed: say so rather than guess. */
+static const char fallback_internal[] =
+	"{\"exception\": {\"type\": \"PysnipInternalError\", \"message\": \"pyshim could not "
+	"build the report\", \"traceback\": []}, \"denials\": [], \"exit\": \"exception\", "
+	"\"system_exit_code\": null, \"memory_error\": false}";
+
+const char *ps_interp_stdlib_dir(void)
+{
+	return st.stdlib;
+}
+
+const char *ps_interp_dynload_dir(void)
+{
+	return st.dynload;
+}
+
+/* The prefix of the libpython we are linked with (.../lib/.../libpython3.11.so -> ...), so
+ * sys.path never depends on PATH or on which python3 happens to be found first. */
+static int find_prefix(char *err, size_t errlen)
+{
+	Dl_info info;
+	char real[PATH_MAX], landmark[PATH_MAX + 32];
+	if (!dladdr((void *)Py_InitializeFromConfig, &info) || !info.dli_fname ||
+	    !realpath(info.dli_fname, real)) {
+		snprintf(err, errlen, "interp: dladdr(Py_InitializeFromConfig): cannot locate libpython");
+		return -1;
+	}
+	char *lib = strstr(real, "/lib/");
+	if (!lib) {
+		snprintf(err, errlen, "interp: libpython %s is not under a lib/ directory", real);
+		return -1;
+	}
+	*lib = '\0';
+	snprintf(st.prefix, sizeof(st.prefix), "%s", real[0] ? real : "/");
+	snprintf(landmark, sizeof(landmark), "%s/lib/python%d.%d/os.py", real, PY_MAJOR_VERSION,
+		 PY_MINOR_VERSION);
+	struct stat sb;
+	if (stat(landmark, &sb) < 0) {
+		snprintf(err, errlen, "interp: stat(%s): no stdlib next to libpython", landmark);
+		return -1;
+	}
+	return 0;
+}
+
+/* Built-in modules the Python layer removes: a filtered copy of PyImport_Inittab. */
+static int filter_inittab(void)
+{
+	static struct _inittab *copy;
+	size_t n = 0, k = 0;
+	if (copy)
+		return 0;
+	while (PyImport_Inittab[n].name)
+		n++;
+	copy = calloc(n + 1, sizeof(*copy));
+	if (!copy)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (!ps_audit_denied_module(PyImport_Inittab[i].name))
+			copy[k++] = PyImport_Inittab[i];
+	PyImport_Inittab = copy;
+	return 0;
+}
+
+static int start_python(char *err, size_t errlen)
+{
+	PyConfig c;
+	PyStatus s;
+	wchar_t *home = NULL;
+	PyConfig_InitIsolatedConfig(&c);
+	c.site_import = 0;
+	c.user_site_directory = 0;
+	c.write_bytecode = 0;
+	c.safe_path = 1;
+	c.parse_argv = 0;
+	c.install_signal_handlers = 1;	/* as python3 does: SIGPIPE/SIGXFSZ ignored, SIGINT raises */
+	c.buffered_stdio = 1;		/* pyshim flushes at exit */
+	home = Py_DecodeLocale(st.prefix, NULL);
+	wchar_t *argv[] = { L"<snippet>" };
+	s = home ? PyConfig_SetString(&c, &c.home, home) : PyStatus_NoMemory();
+	if (!PyStatus_Exception(s))
+		s = PyConfig_SetString(&c, &c.stdio_encoding, L"utf-8");
+	/* surrogateescape: bytes that are not UTF-8 go through stdin -> stdout unchanged */
+	if (!PyStatus_Exception(s))
+		s = PyConfig_SetString(&c, &c.stdio_errors, L"surrogateescape");
+	if (!PyStatus_Exception(s))
+		s = PyConfig_SetArgv(&c, 1, argv);
+	if (!PyStatus_Exception(s))
+		s = Py_InitializeFromConfig(&c);
+	PyConfig_Clear(&c);
+	PyMem_RawFree(home);
+	if (PyStatus_Exception(s)) {
+		snprintf(err, errlen, "interp: Py_InitializeFromConfig: %s%s%s",
+			 s.func ? s.func : "", s.func ? ": " : "", s.err_msg ? s.err_msg : "failed");
+		return -1;
+	}
+	return 0;
+}
+
+/* sys.path = the stdlib, lib-dynload, and the policy's paths: nothing else. */
+static int pin_sys_path(const struct ps_interp_opts *o, char *err, size_t errlen)
+{
+	PyObject *sp = PySys_GetObject("platlibdir");	/* borrowed */
+	const char *platlib = sp && PyUnicode_Check(sp) ? PyUnicode_AsUTF8(sp) : "lib";
+	int n1 = snprintf(st.stdlib, sizeof(st.stdlib), "%s/%s/python%d.%d",
+			  strcmp(st.prefix, "/") ? st.prefix : "", platlib ? platlib : "lib",
+			  PY_MAJOR_VERSION, PY_MINOR_VERSION);
+	int n2 = snprintf(st.dynload, sizeof(st.dynload), "%s/lib-dynload", st.stdlib);
+	if (n1 < 0 || n2 < 0 || (size_t)n1 >= sizeof(st.stdlib) ||
+	    (size_t)n2 >= sizeof(st.dynload)) {
+		snprintf(err, errlen, "interp: stdlib path under %s is too long", st.prefix);
+		return -1;
+	}
+	PyObject *path = Py_BuildValue("[ss]", st.stdlib, st.dynload);
+	const struct ps_strlist *extra = o->policy ? &o->policy->python_paths : NULL;
+	for (size_t i = 0; path && extra && i < extra->n; i++) {
+		PyObject *p = PyUnicode_DecodeFSDefault(extra->items[i]);
+		if (!p || PyList_Append(path, p) < 0)
+			Py_CLEAR(path);
+		Py_XDECREF(p);
+	}
+	if (!path || PySys_SetObject("path", path) < 0) {
+		Py_XDECREF(path);
+		PyErr_Clear();
+		snprintf(err, errlen, "interp: setting sys.path failed");
+		return -1;
+	}
+	Py_DECREF(path);
+	return 0;
+}
+
+static PyMethodDef denials_def = { "_denials", ps_audit_denials, METH_NOARGS,
+				   "denials recorded by the audit hook" };
+
+/* Execute each marshalled pyshim module, in order, in one private namespace. */
+static int load_pyshim(void)
+{
+	PyObject *mods = PyMarshal_ReadObjectFromString(
+		(const char *)ps_pyshim_blob, (Py_ssize_t)(ps_pyshim_blob_end - ps_pyshim_blob));
+	if (!mods || !PyList_Check(mods))
+		goto fail;
+	st.shim = Py_BuildValue("{sNsssO}", "_denials", PyCFunction_NewEx(&denials_def, NULL, NULL),
+				"__name__", "pysnip_shim", "__builtins__", PyEval_GetBuiltins());
+	if (!st.shim)
+		goto fail;
+	for (Py_ssize_t i = 0; i < PyList_GET_SIZE(mods); i++) {
+		PyObject *code = PyTuple_GetItem(PyList_GET_ITEM(mods, i), 1);
+		PyObject *r = code ? PyEval_EvalCode(code, st.shim, st.shim) : NULL;
+		if (!r)
+			goto fail;
+		Py_DECREF(r);
+	}
+	Py_DECREF(mods);
+	st.compile = PyDict_GetItemString(PyEval_GetBuiltins(), "compile");
+	Py_XINCREF(st.compile);
+	return st.compile ? 0 : -1;
+fail:
+	Py_XDECREF(mods);
+	return -1;
+}
+
+static PyObject *shim_call(const char *name, PyObject *args)
+{
+	PyObject *f = st.shim ? PyDict_GetItemString(st.shim, name) : NULL;
+	if (!f || !args) {
+		if (!PyErr_Occurred())
+			PyErr_Format(PyExc_RuntimeError, "pyshim has no %s()", name);
+		Py_XDECREF(args);
+		return NULL;
+	}
+	PyObject *r = PyObject_CallObject(f, args);
+	Py_DECREF(args);
+	return r;
+}
+
+static int setup_shim(const struct ps_interp_opts *o)
+{
+	PyObject *mods = PyList_New(0);
+	for (size_t i = 0; mods && o->modules && i < o->modules->n; i++) {
+		PyObject *m = PyUnicode_FromString(o->modules->items[i]);
+		if (!m || PyList_Append(mods, m) < 0)
+			Py_CLEAR(mods);
+		Py_XDECREF(m);
+	}
+	PyObject *imp = NULL, *finder = NULL;
+	if (mods && o->python_layer) {
+		PyObject *orig = PyDict_GetItemString(PyEval_GetBuiltins(), "__import__");
+		imp = orig ? ps_audit_import_func(orig) : NULL;
+		finder = ps_audit_finder();
+		if (!imp || !finder)
+			Py_CLEAR(mods);
+	}
+	PyObject *r = NULL;
+	if (mods)
+		r = shim_call("setup", Py_BuildValue("(OOOO)", o->python_layer ? Py_True : Py_False,
+						     mods, imp ? imp : Py_None,
+						     finder ? finder : Py_None));
+	if (r && o->preimport)
+		Py_SETREF(r, shim_call("preimport", Py_BuildValue("(O)", mods)));
+	Py_XDECREF(mods);
+	Py_XDECREF(imp);
+	Py_XDECREF(finder);
+	Py_XDECREF(r);
+	return r ? 0 : -1;
+}
+
+static void describe_error(const char *what, char *err, size_t errlen)
+{
+	PyObject *t, *v, *tb;
+	PyErr_Fetch(&t, &v, &tb);
+	PyObject *s = v ? PyObject_Str(v) : NULL;
+	const char *msg = s ? PyUnicode_AsUTF8(s) : NULL;
+	snprintf(err, errlen, "interp: %s: %s: %s", what,
+		 t ? ((PyTypeObject *)t)->tp_name : "error", msg ? msg : "(no message)");
+	Py_XDECREF(s);
+	Py_XDECREF(t);
+	Py_XDECREF(v);
+	Py_XDECREF(tb);
+	PyErr_Clear();
+}
+
+int ps_interp_init(const struct ps_interp_opts *o, char *err, size_t errlen)
+{
+	if (st.ready) {
+		snprintf(err, errlen, "interp: ps_interp_init called twice");
+		return -1;
+	}
+	if (find_prefix(err, errlen) < 0)
+		return -1;
+	/* The hook goes in before the interpreter exists, so nothing ever runs unhooked; it stays
+	 * inert until activated (and is never activated with the python layer off). */
+	if (ps_audit_install() < 0) {
+		snprintf(err, errlen, "interp: PySys_AddAuditHook failed");
+		return -1;
+	}
+	if (o->python_layer && filter_inittab() < 0) {
+		snprintf(err, errlen, "interp: filtering PyImport_Inittab: out of memory");
+		return -1;
+	}
+	if (start_python(err, errlen) < 0 || pin_sys_path(o, err, errlen) < 0)
+		return -1;
+	if (o->python_layer && ps_audit_configure(o, st.stdlib, st.dynload, err, errlen) < 0)
+		return -1;
+	if (load_pyshim() < 0) {
+		describe_error("loading pyshim", err, errlen);
+		return -1;
+	}
+	if (setup_shim(o) < 0) {
+		describe_error("pyshim setup", err, errlen);
+		return -1;
+	}
+	if (o->python_layer)
+		ps_audit_activate();
+	st.ready = true;
+	return 0;
+}
+
+void ps_interp_after_fork(void)
+{
+	PyOS_AfterFork_Child();
+}
+
+void ps_interp_set_scratch(const char *dir)
+{
+	snprintf(st.scratch, sizeof(st.scratch), "%s", dir);
+	ps_audit_set_scratch(dir);
+}
+
+/* The pending exception, normalised, with its traceback attached (new ref), or NULL. */
+static PyObject *fetch_exception(void)
+{
+	if (!PyErr_Occurred())
+		return NULL;
+	PyObject *t, *v, *tb;
+	PyErr_Fetch(&t, &v, &tb);
+	PyErr_NormalizeException(&t, &v, &tb);
+	if (tb && v)
+		PyException_SetTraceback(v, tb);
+	Py_XDECREF(t);
+	Py_XDECREF(tb);
+	return v ? v : Py_NewRef(Py_None);
+}
+
+/* Compile and run the snippet; returns the exception (new ref) or NULL if it finished.
+ * compile() takes the bytes as they are: NUL bytes and bad UTF-8 become its SyntaxError. */
+static PyObject *run_snippet(PyObject *globals, PyObject *src)
+{
+	PyObject *code = PyObject_CallFunction(st.compile, "Ossii", src, "<snippet>", "exec", 0, 1);
+	if (code) {
+		PyObject *r = PyEval_EvalCode(code, globals, globals);
+		Py_XDECREF(r);
+		Py_DECREF(code);
+	}
+	return fetch_exception();
+}
+
+int ps_interp_run(const char *code, size_t len, int report_fd)
+{
+	ps_audit_set_report_fd(report_fd);
+	PyObject *globals = shim_call("begin", Py_BuildValue("(s)", st.scratch));
+	PyObject *src = globals ? PyBytes_FromStringAndSize(code, (Py_ssize_t)len) : NULL;
+	PyObject *exc = NULL;
+	if (src)
+		exc = run_snippet(globals, src);
+	else
+		exc = fetch_exception();
+	/* the snippet's tracer or profiler must not watch the report being built */
+	PyEval_SetTrace(NULL, NULL);
+	PyEval_SetProfile(NULL, NULL);
+	if (exc && PyErr_GivenExceptionMatches(exc, PyExc_MemoryError) && globals)
+		PyDict_Clear(globals);	/* give the memory back before building the report */
+	PyObject *r = shim_call("finish", Py_BuildValue("(OO)", exc ? exc : Py_None,
+							src ? src : Py_None));
+	int rc = 1;
+	if (r && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2 &&
+	    PyBytes_Check(PyTuple_GET_ITEM(r, 0))) {
+		PyObject *b = PyTuple_GET_ITEM(r, 0);
+		rc = (int)PyLong_AsLong(PyTuple_GET_ITEM(r, 1));
+		ps_write_all(report_fd, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+	} else {
+		bool oom = PyErr_ExceptionMatches(PyExc_MemoryError) ||
+			   (exc && PyErr_GivenExceptionMatches(exc, PyExc_MemoryError));
+		PyErr_Clear();
+		const char *fb = oom ? fallback_report : fallback_internal;
+		ps_write_all(report_fd, fb, strlen(fb));
+	}
+	Py_XDECREF(r);
+	Py_XDECREF(exc);
+	Py_XDECREF(src);
+	Py_XDECREF(globals);
+	return rc;
+}

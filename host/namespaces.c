@@ -1,0 +1,215 @@
+/* Namespaces: what the worker can see of the host.
+ *
+ * Two kinds, so that a zygote pays for the first kind once:
+ *  - unchanging ones (network, IPC, UTS; a user namespace first when not root) entered by
+ *    the parent in ps_ns_enter_static, inherited by every worker. The network namespace is
+ *    empty: not even loopback is up.
+ *  - per-run ones (PID, mount) given to each worker at birth by ps_ns_fork, so the worker
+ *    is PID 1 of a namespace holding only itself and can mount its scratch tmpfs privately.
+ * As root this needs nothing more; not root, it needs unprivileged user namespaces. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "sandbox.h"
+#include "util.h"
+
+#define STATIC_NS (CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+#define PER_RUN_NS (CLONE_NEWPID | CLONE_NEWNS)
+
+static int write_file(const char *path, const char *text, char *err, size_t errlen)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int rc;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "open(%s): %s", path, strerror(errno));
+		return -1;
+	}
+	rc = ps_write_all(fd, text, strlen(text));
+	close(fd);
+	if (rc < 0) {
+		snprintf(err, errlen, "write(%s, \"%s\"): %s", path, text, strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* Not root: a user namespace in which we keep our own uid and gid (mapped to themselves),
+ * so files look the same and we hold capabilities only over namespaces we create. */
+static int enter_user_ns(char *err, size_t errlen)
+{
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	char map[64];
+
+	if (unshare(CLONE_NEWUSER) < 0) {
+		snprintf(err, errlen, "unshare(CLONE_NEWUSER): %s", strerror(errno));
+		return -1;
+	}
+	/* An unprivileged gid_map needs setgroups denied first (else dropping groups could
+	 * unlock files that deny access by group). */
+	if (write_file("/proc/self/setgroups", "deny", err, errlen) < 0)
+		return -1;
+	snprintf(map, sizeof(map), "%u %u 1", (unsigned)uid, (unsigned)uid);
+	if (write_file("/proc/self/uid_map", map, err, errlen) < 0)
+		return -1;
+	snprintf(map, sizeof(map), "%u %u 1", (unsigned)gid, (unsigned)gid);
+	return write_file("/proc/self/gid_map", map, err, errlen);
+}
+
+int ps_ns_enter_static(const struct ps_policy *p, bool best_effort, char *err, size_t errlen)
+{
+	int entered = 0;
+
+	(void)p;
+	if (geteuid() != 0) {
+		if (enter_user_ns(err, errlen) < 0)
+			goto fail;
+		entered |= CLONE_NEWUSER;
+	}
+	if (unshare(STATIC_NS) < 0) {
+		snprintf(err, errlen, "unshare(CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS): %s",
+			 strerror(errno));
+		goto fail;
+	}
+	entered |= STATIC_NS;
+	/* The snippet's platform.node(): nothing about the host. */
+	if (sethostname("pysnip", 6) < 0) {
+		snprintf(err, errlen, "sethostname(pysnip): %s", strerror(errno));
+		goto fail;
+	}
+	return entered;
+fail:
+	/* best-effort: whatever was entered stays (it only takes away), report none of it as
+	 * the full layer so the verdict shows the degradation. */
+	return best_effort ? entered & CLONE_NEWUSER : -1;
+}
+
+/* glibc keeps the thread's tid in its thread control block (raise(), pthread_kill and
+ * recursive mutexes read it). fork() updates it; a raw clone() does not, so we ask the
+ * kernel to (CLONE_CHILD_SETTID) at the field's address. glibc does not export that
+ * address: find it once by its value, and only trust a single match. */
+static pid_t *tcb_tid_field(void)
+{
+	static pid_t *field;
+	static bool probed;
+	char *self = (char *)pthread_self();
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	size_t hits = 0;
+
+	if (probed)
+		return field;
+	probed = true;
+	for (size_t off = 0; off + sizeof(pid_t) <= 1024; off += sizeof(pid_t)) {
+		if (*(pid_t *)(self + off) == tid) {
+			field = (pid_t *)(self + off);
+			hits++;
+		}
+	}
+	if (hits != 1)
+		field = NULL;
+	return field;
+}
+
+static uint32_t forked_ns;
+
+uint32_t ps_ns_fork_flags(void)
+{
+	return forked_ns;
+}
+
+/* struct clone_args up to CLONE_INTO_CGROUP's field (Linux 5.7), the size we pass. */
+struct ps_clone_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+	uint64_t set_tid, set_tid_size, cgroup;
+};
+
+static long clone_into(unsigned long flags, pid_t *tid_field, int cgroup_fd)
+{
+	struct ps_clone_args a;
+
+	if (cgroup_fd < 0)
+		return syscall(SYS_clone, flags, NULL, NULL, tid_field, 0);
+	memset(&a, 0, sizeof(a));
+	a.flags = (flags & ~0xffUL) | CLONE_INTO_CGROUP;
+	a.exit_signal = flags & 0xff;
+	a.child_tid = (uint64_t)(uintptr_t)tid_field;
+	a.cgroup = (uint64_t)cgroup_fd;
+	return syscall(SYS_clone3, &a, sizeof(a));
+}
+
+pid_t ps_ns_fork(unsigned long extra_flags)
+{
+	return ps_ns_fork_into(extra_flags, -1);
+}
+
+/* cgroup_fd >= 0: born inside that cgroup (clone3), so not one instruction of the worker
+ * runs outside its limits. ns_flags may be 0 (namespaces layer off). */
+pid_t ps_ns_fork_into(unsigned long extra_flags, int cgroup_fd)
+{
+	unsigned long flags = SIGCHLD | PER_RUN_NS | extra_flags;
+	pid_t *tid_field = tcb_tid_field();
+	long pid;
+
+	if (tid_field)
+		flags |= CLONE_CHILD_SETTID;
+	pid = clone_into(flags, tid_field, cgroup_fd);
+	if (pid < 0 && (errno == EPERM || errno == EINVAL || errno == ENOSPC || errno == EUSERS)) {
+		/* No namespaces to be had here: an ordinary child (still in its cgroup), and
+		 * the child knows it. */
+		flags &= ~(unsigned long)PER_RUN_NS;
+		pid = cgroup_fd < 0 ? fork() : clone_into(flags, tid_field, cgroup_fd);
+	}
+	if (pid == 0)
+		forked_ns = (uint32_t)(flags & PER_RUN_NS);
+	return (pid_t)pid;
+}
+
+/* Child: scratch becomes a tmpfs of at most `bytes`, owned like the directory the parent
+ * made for this run. Mounted in a mount namespace of our own, made private first so the
+ * mount never shows on the host. */
+int ps_ns_mount_scratch(const char *scratch, uint64_t bytes, struct ps_held *held,
+			struct ps_child_err *e)
+{
+	char opts[128];
+	struct stat st;
+	int n;
+
+	if (!(forked_ns & CLONE_NEWNS) && unshare(CLONE_NEWNS) < 0) {
+		ps_child_err_set(e, errno, "unshare(CLONE_NEWNS): %s", ps_errstr(errno));
+		return -1;
+	}
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		ps_child_err_set(e, errno, "mount(/, MS_REC|MS_PRIVATE): %s", ps_errstr(errno));
+		return -1;
+	}
+	if (stat(scratch, &st) < 0) {
+		ps_child_err_set(e, errno, "stat(%s): %s", scratch, ps_errstr(errno));
+		return -1;
+	}
+	/* The inode cap keeps a flood of empty files from costing kernel memory unbounded. */
+	n = ps_fmt(opts, sizeof(opts), "mode=0%o,uid=%u,gid=%u,nr_inodes=%llu",
+		   (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)st.st_gid,
+		   (unsigned long long)(bytes ? bytes / 4096 + 1024 : 65536));
+	if (bytes)
+		ps_fmt(opts + n, sizeof(opts) - (size_t)n, ",size=%llu", (unsigned long long)bytes);
+	if (mount("pysnip-scratch", scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0) {
+		ps_child_err_set(e, errno, "mount(tmpfs on %s, %s): %s", scratch, opts,
+				 ps_errstr(errno));
+		return -1;
+	}
+	held->namespaces |= forked_ns | CLONE_NEWNS;
+	held->scratch_capped = bytes != 0;
+	return 0;
+}

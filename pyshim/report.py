@@ -1,0 +1,109 @@
+"""The report pyshim writes for the host: one JSON object, built without importing json
+(json costs ~10 ms of start-up through re) and with as little allocation as possible, since it
+must also be written after a MemoryError.
+
+Host-provided names in this namespace: _denials() (from the C audit hook)."""
+
+_ESC = {i: "\\u%04x" % i for i in range(32)}
+_ESC.update({0x22: '\\"', 0x5C: "\\\\", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
+
+
+def _json(v):
+    """JSON text of None/bool/int/str/dict/list/tuple. Runs no snippet code: str methods are
+    called unbound, so a str subclass from the snippet cannot intervene."""
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, int):
+        return int.__repr__(v)
+    if isinstance(v, str):
+        try:
+            str.encode(v, "utf-8")
+        except UnicodeEncodeError:  # lone surrogates: spelled out, as no JSON parser takes them
+            v = str.encode(v, "utf-8", "backslashreplace").decode("utf-8")
+        return '"' + str.translate(v, _ESC) + '"'
+    if isinstance(v, dict):
+        return "{" + ", ".join([_json(k) + ": " + _json(x) for k, x in v.items()]) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join([_json(x) for x in v]) + "]"
+    return _json(_safe_str(v))
+
+
+def _safe_str(v):
+    try:
+        s = str(v)
+        return str.__str__(s) if isinstance(s, str) else "<unprintable>"
+    except BaseException:
+        return "<unprintable %s object>" % type(v).__name__
+
+
+def _source_line(src, n):
+    """Line n (1-based) of the snippet's source bytes, decoded leniently, or None."""
+    if not isinstance(src, bytes) or not isinstance(n, int) or n < 1:
+        return None
+    if len(src) < (1 << 20):
+        lines = src.splitlines()
+        line = lines[n - 1] if n <= len(lines) else None
+    else:  # huge snippet: walk to the line instead of splitting everything
+        start = 0
+        for _ in range(n - 1):
+            start = src.find(b"\n", start) + 1
+            if start == 0:
+                return None
+        end = src.find(b"\n", start)
+        line = src[start:] if end < 0 else src[start:end]
+    if line is None:
+        return None
+    return line.decode("utf-8", "replace").strip()
+
+
+def _type_name(t):
+    mod = getattr(t, "__module__", "builtins")
+    name = getattr(t, "__qualname__", None) or t.__name__
+    if mod in ("builtins", "__main__") or not isinstance(mod, str):
+        return str.__str__(name)
+    return mod + "." + name
+
+
+def _describe(exc, src):
+    """type, message and the snippet's own frames (no pyshim, no stdlib frames)."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        co = tb.tb_frame.f_code
+        if co.co_filename == "<snippet>":
+            frames.append({"file": "<snippet>", "line": tb.tb_lineno, "function": co.co_name,
+                           "text": _source_line(src, tb.tb_lineno)})
+        tb = tb.tb_next
+    if isinstance(exc, SyntaxError) and exc.filename == "<snippet>":
+        text = exc.text
+        text = text.strip() if isinstance(text, str) else _source_line(src, exc.lineno)
+        frames.append({"file": "<snippet>", "line": exc.lineno, "function": "<module>",
+                       "text": text})
+    return {
+        "type": _type_name(type(exc)),
+        "message": _safe_str(exc),
+        "line": frames[-1]["line"] if frames else None,
+        "traceback": frames,
+    }
+
+
+def _report(exc, exc_info, exit_kind, system_exit_code, memory_error):
+    denials = [{"layer": d[0], "event": d[1], "detail": d[2], "line": d[3]}
+               for d in _denials()]
+    # an import the stdlib made for the snippet (asyncio importing socket) was refused without
+    # a record; if that refusal is what ended the snippet, it is the snippet's denial
+    if (exc_info is not None and exc_info["type"] == "pysnip.PolicyImportError"
+            and not any(d["layer"] == "import" and d["detail"] == exc.name for d in denials)):
+        denials.append({"layer": "import", "event": "import", "detail": _safe_str(exc.name),
+                        "line": exc_info["line"]})
+    return _json({
+        "exception": exc_info,
+        "denials": denials,
+        "exit": exit_kind,
+        "system_exit_code": system_exit_code,
+        "memory_error": memory_error,
+    }).encode("utf-8")

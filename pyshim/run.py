@@ -1,0 +1,84 @@
+"""Run-time glue called by host/interp.c: setup() and preimport() once in the zygote, begin()
+and finish() in each worker. The snippet itself is executed by C, at the bottom of the stack,
+so no frame of this file is ever reachable from it."""
+
+import builtins
+import sys
+
+
+def setup(python_layer, modules, import_func, finder):
+    """Install the import policy (the C __import__ wrapper and a meta_path finder, both from
+    host/audit.c). With the python layer off nothing is installed."""
+    if python_layer:
+        builtins.__import__ = import_func
+        sys.meta_path.insert(0, finder)
+
+
+def preimport(modules):
+    """Zygote only: import every allowed module now, so a worker pays nothing for it, then
+    freeze the heap so forked workers do not copy it on the first collection."""
+    for name in modules:
+        try:
+            __import__(name)
+        except BaseException:  # an allowed module that cannot load here stays unloaded
+            pass
+    import gc
+    gc.collect()
+    gc.freeze()
+
+
+def begin(scratch):
+    """Fresh __main__ for the snippet; its temporary files and home go to scratch."""
+    main = type(sys)("__main__")
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    if scratch:
+        os = sys.modules.get("os")
+        for key in ("TMPDIR", "HOME"):
+            if os is not None:
+                os.environ[key] = scratch
+            else:  # os.environ will be built from this when os is first imported
+                sys.modules["posix"].environ[key.encode()] = scratch.encode()
+        tempfile = sys.modules.get("tempfile")
+        if tempfile is not None:
+            tempfile.tempdir = None
+    return main.__dict__
+
+
+def _flush():
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+def finish(exc, src):
+    """(report bytes, exit code): 0 finished, 1 uncaught exception, n for SystemExit(n)."""
+    exc_info, kind, code, sys_code, memory_error = None, "ok", 0, None, False
+    if exc is not None and isinstance(exc, SystemExit):
+        kind, c = "system_exit", exc.code
+        if c is None:
+            code = 0
+        elif isinstance(c, int):
+            code = int(c)
+        else:  # as python3 does: the message on stderr, status 1
+            try:
+                print(c, file=sys.stderr)
+            except BaseException:
+                pass
+            code = 1
+        sys_code = code
+        code &= 0xFF
+    elif exc is not None:
+        kind, code = "exception", 1
+        memory_error = isinstance(exc, MemoryError)
+        exc_info = _describe(exc, src)
+    threading = sys.modules.get("threading")
+    if threading is not None:  # as at interpreter exit: wait for non-daemon threads
+        try:
+            threading._shutdown()
+        except BaseException:
+            pass
+    _flush()
+    return _report(exc, exc_info, kind, sys_code, memory_error), code

@@ -1,0 +1,50 @@
+"""The attack corpus: every tests/attacks/*.py is an escape attempt run through the real binary
+with the default policy and every layer on.
+
+Each file starts with a header of comment lines:
+    # attack: one line on what it tries
+    # expect: STATUS[|STATUS...]          the statuses the run may end in
+    # layer: LAYER[|LAYER...]             (optional) a denial from one of these layers must be reported
+    # args: --wall-time 2s ...             (optional) extra pysnip exec arguments
+An attack that gets through prints the sentinel ESCAPED (it must never appear in stdout/stderr).
+"""
+import glob
+import os
+import shlex
+
+import pytest
+
+from conftest import run_exec
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ATTACKS = sorted(glob.glob(os.path.join(HERE, "a[0-9][0-9][0-9]_*.py")))
+
+
+def header(path):
+    h = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if not line.startswith("# ") or ":" not in line:
+                break
+            k, v = line[2:].split(":", 1)
+            h[k.strip()] = v.strip()
+    return h
+
+
+def test_corpus_is_big_enough():
+    assert len(ATTACKS) >= 60, len(ATTACKS)
+
+
+@pytest.mark.parametrize("path", ATTACKS, ids=[os.path.basename(p)[:-3] for p in ATTACKS])
+def test_attack(path):
+    h = header(path)
+    assert "attack" in h and "expect" in h, "header missing in " + path
+    with open(path, "rb") as f:
+        code = f.read()
+    v, rc, err = run_exec(code, *shlex.split(h.get("args", "")), timeout=120)
+    assert rc == 0, err
+    assert "ESCAPED" not in v["stdout"] and "ESCAPED" not in v["stderr"], v
+    assert v["status"] in h["expect"].split("|"), (v["status"], v.get("exception"), v["denials"])
+    if "layer" in h:
+        layers = {d["layer"] for d in v["denials"]}
+        assert layers & set(h["layer"].split("|")), v["denials"]

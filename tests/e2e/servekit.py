@@ -1,0 +1,178 @@
+"""Start and stop a real `pysnip serve` for tests (used by test_serve, test_client, tests/load)."""
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PYSNIP = os.environ.get("PYSNIP", os.path.join(ROOT, "pysnip"))
+sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
+
+
+class Server:
+    """A running `pysnip serve` on 127.0.0.1 (port chosen by the kernel) or a Unix socket.
+
+    Its TMPDIR is a private directory, so tests can check that no scratch directory is left."""
+
+    def __init__(self, *args, unix=False, token=None, env=None, start_timeout=120):
+        self.tmp = tempfile.mkdtemp(prefix="pysnip-servetest-")
+        os.chmod(self.tmp, 0o711)
+        self.token = token
+        argv = [PYSNIP, "serve"] + list(args)
+        if token is not None:
+            tf = os.path.join(self.tmp, "token")
+            with open(tf, "w") as f:
+                f.write(token + "\n")
+            argv += ["--token-file", tf]
+        if unix:
+            self.sock_path = os.path.join(self.tmp, "pysnip.sock")
+            argv += ["--listen", "unix:" + self.sock_path]
+        else:
+            self.sock_path = None
+            argv += ["--listen", "127.0.0.1:0"]
+        e = dict(os.environ)
+        e["TMPDIR"] = self.tmp
+        e.update(env or {})
+        self.lines = []
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     env=e)
+        self._ready = threading.Event()
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+        if not self._ready.wait(start_timeout) or self.proc.poll() is not None:
+            err = "\n".join(self.lines)
+            self.stop()
+            raise RuntimeError("pysnip serve did not start:\n" + err)
+        if unix:
+            self.url = "unix:" + self.sock_path
+        else:
+            m = [re.search(r"listening on http://([\d.]+):(\d+)", l) for l in self.lines]
+            m = [x for x in m if x][0]
+            self.host, self.port = m.group(1), int(m.group(2))
+            self.url = "http://%s:%d" % (self.host, self.port)
+
+    def _read_stderr(self):
+        for raw in self.proc.stderr:
+            line = raw.decode(errors="replace").rstrip("\n")
+            self.lines.append(line)
+            if "pysnip serve: ready" in line:
+                self._ready.set()
+        self._ready.set()
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def conn(self, timeout=60):
+        if self.sock_path:
+            import pysnip_client
+            return pysnip_client._UnixHTTPConnection(self.sock_path, timeout=timeout)
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, headers=None, conn=None, raw=None):
+        """(status, headers dict, parsed JSON or text). body: dict -> JSON; raw: bytes as is."""
+        c = conn or self.conn()
+        h = dict(headers or {})
+        data = raw
+        if body is not None:
+            data = json.dumps(body).encode()
+        if self.token and "Authorization" not in h:
+            h["Authorization"] = "Bearer " + self.token
+        try:
+            c.request(method, path, body=data, headers=h)
+            r = c.getresponse()
+            text = r.read()
+            hdrs = {k.lower(): v for k, v in r.getheaders()}
+        finally:
+            if conn is None:
+                c.close()
+        if hdrs.get("content-type", "").startswith("application/json"):
+            return r.status, hdrs, json.loads(text)
+        return r.status, hdrs, text.decode()
+
+    def exec(self, code, **kw):
+        return self.request("POST", "/v1/exec", dict(code=code, **kw))
+
+    def children(self, pid=None):
+        """Direct children of pid (default: the server)."""
+        pid = pid or self.pid
+        out = []
+        for task in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+                    out += [int(x) for x in f.read().split()]
+            except OSError:
+                pass
+        return out
+
+    def zygotes(self):
+        """{policy name: pid} of the zygotes."""
+        out = {}
+        for c in self.children():
+            try:
+                with open("/proc/%d/cmdline" % c, "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if b"zygote" in argv:
+                pol = argv[argv.index(b"--policy") + 1].decode()
+                out[os.path.basename(pol).rsplit(".json", 1)[0]] = c
+        return out
+
+    def descendants(self):
+        todo, seen = [self.pid], []
+        while todo:
+            p = todo.pop()
+            try:
+                kids = self.children(p)
+            except OSError:
+                continue
+            seen += kids
+            todo += kids
+        return seen
+
+    def fds(self):
+        return sorted(os.listdir("/proc/%d/fd" % self.pid), key=int)
+
+    def rss_kb(self):
+        with open("/proc/%d/status" % self.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def scratch_left(self):
+        """Per-run scratch directories still present under the server's TMPDIR."""
+        left = []
+        for root, dirs, files in os.walk(self.tmp):
+            left += [os.path.join(root, d) for d in dirs if d.startswith("pysnip-run-")]
+        return left
+
+    def terminate(self, timeout=30):
+        """SIGTERM and wait; returns the exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+        subprocess.run(["rm", "-rf", self.tmp])
+
+
+def wait_for(pred, timeout=10.0, step=0.02):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
