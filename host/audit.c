@@ -257,7 +257,10 @@ static int check_import(const char *name, int level, bool via_import_func)
 		return 0;
 	const char *why = NULL;
 	bool trusted = (via_import_func && caller_is_importlib()) || origin_trusted(true);
-	if (module_match(name, ps_audit_denied_module))
+	const char *last = strrchr(name, '.');
+	/* the last component too: an extension's init symbol comes from it (x._ctypes) */
+	if (module_match(name, ps_audit_denied_module) ||
+	    (last && ps_audit_denied_module(last + 1)))
 		why = "dangerous";
 	else if (!trusted && strcmp(name, "__main__") != 0 &&
 		 (level > 0 || !module_match(name, in_allowlist)))

@@ -336,7 +336,9 @@ int ps_interp_run(const char *code, size_t len, int report_fd)
 {
 	ps_audit_set_report_fd(report_fd);
 	PyObject *globals = shim_call("begin", Py_BuildValue("(s)", st.scratch));
-	PyObject *src = globals ? PyBytes_FromStringAndSize(code, (Py_ssize_t)len) : NULL;
+	/* a view, not a copy: a 100 MB snippet must not cost 100 MB more */
+	PyObject *src = globals ? PyMemoryView_FromMemory((char *)code, (Py_ssize_t)len, PyBUF_READ)
+				: NULL;
 	PyObject *exc = NULL;
 	if (src)
 		exc = run_snippet(globals, src);

@@ -4,8 +4,12 @@
  *  - unchanging ones (network, IPC, UTS; a user namespace first when not root) entered by
  *    the parent in ps_ns_enter_static, inherited by every worker. The network namespace is
  *    empty: not even loopback is up.
- *  - per-run ones (PID, mount) given to each worker at birth by ps_ns_fork, so the worker
- *    is PID 1 of a namespace holding only itself and can mount its scratch tmpfs privately.
+ *    A PID namespace too, whose init is a tiny holder process forked once: workers are
+ *    ordinary processes in it (not PID 1, whose default signal dispositions the kernel
+ *    ignores: abort() and kill(getpid()) would not behave as on any Linux), they see and
+ *    signal nothing outside, and the holder reaps what they orphan.
+ *  - a per-run mount namespace given to each worker at birth by ps_ns_fork, so it can mount
+ *    its scratch tmpfs privately.
  * As root this needs nothing more; not root, it needs unprivileged user namespaces. */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +19,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -25,7 +32,7 @@
 #include "util.h"
 
 #define STATIC_NS (CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
-#define PER_RUN_NS (CLONE_NEWPID | CLONE_NEWNS)
+#define PER_RUN_NS CLONE_NEWNS
 
 static int write_file(const char *path, const char *text, char *err, size_t errlen)
 {
@@ -68,6 +75,77 @@ static int enter_user_ns(char *err, size_t errlen)
 	return write_file("/proc/self/gid_map", map, err, errlen);
 }
 
+static void holder_reap(int sig)
+{
+	(void)sig;
+}
+
+/* PID 1 of the workers' namespace: reap, and end (taking every worker with it) when the
+ * pipe from its creator reads EOF, i.e. the creator is gone. */
+static __attribute__((noreturn)) void holder_main(int alive_fd)
+{
+	struct sigaction sa = { .sa_handler = holder_reap };
+	struct pollfd pfd = { .fd = alive_fd, .events = POLLIN };
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	prctl(PR_SET_NAME, "pysnip-init");
+	sigaction(SIGCHLD, &sa, NULL);	/* no SA_RESTART: poll returns to reap */
+	if (alive_fd != 3 && dup2(alive_fd, 3) < 0)
+		_exit(1);
+	syscall(SYS_close_range, 0, 2, 0);
+	syscall(SYS_close_range, 4, ~0U, 0);
+	pfd.fd = 3;
+	for (;;) {
+		while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
+			;
+		if (poll(&pfd, 1, -1) > 0)
+			_exit(0);
+	}
+}
+
+static pid_t holder_pid = -1;
+static int holder_alive_fd = -1;
+
+void ps_ns_release(void)
+{
+	if (holder_pid <= 0)
+		return;
+	close(holder_alive_fd);
+	while (waitpid(holder_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	holder_pid = -1;
+	holder_alive_fd = -1;
+}
+
+static int enter_pid_ns(char *err, size_t errlen)
+{
+	int alive[2];
+	pid_t holder;
+
+	if (unshare(CLONE_NEWPID) < 0) {
+		snprintf(err, errlen, "unshare(CLONE_NEWPID): %s", strerror(errno));
+		return -1;
+	}
+	if (pipe2(alive, O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "pipe2(): %s", strerror(errno));
+		return -1;
+	}
+	holder = fork();
+	if (holder < 0) {
+		snprintf(err, errlen, "fork(pid namespace init): %s", strerror(errno));
+		close(alive[0]);
+		close(alive[1]);
+		return -1;
+	}
+	if (holder == 0)
+		holder_main(alive[0]);
+	close(alive[0]);
+	/* alive[1] stays open, unread, until ps_ns_release or this process ends. */
+	holder_pid = holder;
+	holder_alive_fd = alive[1];
+	return 0;
+}
+
 int ps_ns_enter_static(const struct ps_policy *p, bool best_effort, char *err, size_t errlen)
 {
 	int entered = 0;
@@ -84,6 +162,9 @@ int ps_ns_enter_static(const struct ps_policy *p, bool best_effort, char *err, s
 		goto fail;
 	}
 	entered |= STATIC_NS;
+	if (enter_pid_ns(err, errlen) < 0)
+		goto fail;
+	entered |= CLONE_NEWPID;
 	/* The snippet's platform.node(): nothing about the host. */
 	if (sethostname("pysnip", 6) < 0) {
 		snprintf(err, errlen, "sethostname(pysnip): %s", strerror(errno));

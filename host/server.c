@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "result.h"
@@ -313,6 +314,33 @@ static int parse_job(struct ps_server *s, const cJSON *root, struct job *j, stru
 	return parse_stdin(cJSON_GetObjectItemCaseSensitive(root, "stdin"), j, b);
 }
 
+/* What cJSON would let through but we must not: bytes that are not UTF-8 (JSON is UTF-8), and
+ * a \u0000 escape (a C string would silently end there, changing the code). */
+static const char *body_problem(const char *b, size_t len)
+{
+	for (size_t i = 0; i < len;) {
+		unsigned char c = (unsigned char)b[i];
+		size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
+			 : (c & 0xf8) == 0xf0 ? 4 : 0;
+
+		if (!n || i + n > len || (n == 2 && c < 0xc2))
+			return "body: not valid UTF-8";
+		for (size_t k = 1; k < n; k++)
+			if (((unsigned char)b[i + k] & 0xc0) != 0x80)
+				return "body: not valid UTF-8";
+		if (c == '\\' && i + 6 <= len && !strncasecmp(b + i + 1, "u0000", 5)) {
+			size_t bs = 0;
+
+			while (bs <= i && b[i - bs] == '\\')
+				bs++;
+			if (bs % 2)
+				return "body: \\u0000 (NUL) in a string is not supported";
+		}
+		i += n;
+	}
+	return NULL;
+}
+
 /* ---------------------------------------------------------------- runs */
 
 /* One run on the job's zygote: the verdict JSON (malloc'd); *status its enum ps_status. */
@@ -380,11 +408,14 @@ static enum MHD_Result handle_run(struct ps_server *s, struct MHD_Connection *c,
 {
 	struct job j = { .batch = batch };
 	struct bad b = { "", "" };
+	const char *problem;
 	cJSON *root;
 	enum MHD_Result ret;
 	unsigned slot = 0, code = MHD_HTTP_INTERNAL_SERVER_ERROR;
 	char *body;
 
+	if (rq->len && (problem = body_problem(rq->body, rq->len)))
+		return respond_error(s, c, rq, MHD_HTTP_BAD_REQUEST, "", problem);
 	root = cJSON_ParseWithLength(rq->body ? rq->body : "", rq->len);
 	if (!root)
 		return respond_error(s, c, rq, MHD_HTTP_BAD_REQUEST, "",

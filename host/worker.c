@@ -66,9 +66,11 @@ static int phase_lifecycle(struct child *c)
 		ps_child_err_set(&c->e, errno, "setsid(): %s", strerror(errno));
 		return -1;
 	}
+	/* Python's own start-up ignores SIGPIPE and SIGXFSZ so that they surface as
+	 * BrokenPipeError and EFBIG; keep that, default the rest. */
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
-			signal(sig, SIG_DFL);
+			signal(sig, sig == SIGPIPE || sig == SIGXFSZ ? SIG_IGN : SIG_DFL);
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	return 0;
@@ -105,10 +107,10 @@ static int phase_stdio(struct child *c)
 static int phase_scratch(struct child *c)
 {
 	if (layer_on(c, PS_LAYER_NAMESPACES)) {
-		/* ps_ns_fork falls back to a plain fork where the host refuses a PID namespace. */
+		/* ps_ns_fork falls back to a plain fork where the host refuses a mount namespace. */
 		c->held.namespaces |= ps_ns_fork_flags();
-		if (!(ps_ns_fork_flags() & CLONE_NEWPID)) {
-			ps_child_err_set(&c->e, EPERM, "clone(CLONE_NEWPID|CLONE_NEWNS): refused by the host");
+		if (!(ps_ns_fork_flags() & CLONE_NEWNS)) {
+			ps_child_err_set(&c->e, EPERM, "clone(CLONE_NEWNS): refused by the host");
 			if (layer_failed(c, PS_LAYER_NAMESPACES) < 0)
 				return -1;
 		}
@@ -285,6 +287,8 @@ void ps_worker_release(struct ps_worker *w)
 {
 	ps_filter_free(w->filter);
 	ps_landlock_free(w->landlock);
+	if (w->ns_static)
+		ps_ns_release();
 	w->filter = NULL;
 	w->landlock = NULL;
 }

@@ -41,23 +41,37 @@ def _safe_str(v):
 
 
 def _source_line(src, n):
-    """Line n (1-based) of the snippet's source bytes, decoded leniently, or None."""
-    if not isinstance(src, bytes) or not isinstance(n, int) or n < 1:
+    """Line n (1-based) of the snippet's source (a read-only memoryview of its bytes),
+    decoded leniently, or None. Walks the source in chunks: a huge snippet is never copied."""
+    if not isinstance(n, int) or n < 1 or src is None:
         return None
-    if len(src) < (1 << 20):
-        lines = src.splitlines()
-        line = lines[n - 1] if n <= len(lines) else None
-    else:  # huge snippet: walk to the line instead of splitting everything
+    chunk, pos, line_no, cur = 1 << 20, 0, 1, []
+    while pos < len(src):
+        block = bytes(src[pos:pos + chunk])
+        pos += len(block)
         start = 0
-        for _ in range(n - 1):
-            start = src.find(b"\n", start) + 1
-            if start == 0:
-                return None
-        end = src.find(b"\n", start)
-        line = src[start:] if end < 0 else src[start:end]
-    if line is None:
+        while line_no < n:
+            nl = block.find(b"\n", start)
+            if nl < 0:
+                break
+            line_no, start = line_no + 1, nl + 1
+        if line_no < n:
+            continue
+        end = block.find(b"\n", start)
+        cur.append(block[start:] if end < 0 else block[start:end])
+        if end >= 0:
+            break
+        while pos < len(src):  # the line goes on into the next chunk
+            block = bytes(src[pos:pos + chunk])
+            pos += len(block)
+            end = block.find(b"\n")
+            cur.append(block if end < 0 else block[:end])
+            if end >= 0:
+                break
+        break
+    if line_no < n or not cur:
         return None
-    return line.decode("utf-8", "replace").strip()
+    return b"".join(cur).decode("utf-8", "replace").strip()
 
 
 def _type_name(t):

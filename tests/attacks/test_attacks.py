@@ -11,10 +11,12 @@ An attack that gets through prints the sentinel ESCAPED (it must never appear in
 import glob
 import os
 import shlex
+import sys
 
 import pytest
 
-from conftest import run_exec
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
+from conftest import run_exec  # noqa: E402  (tests/e2e/conftest.py, also when run alone)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ATTACKS = sorted(glob.glob(os.path.join(HERE, "a[0-9][0-9][0-9]_*.py")))

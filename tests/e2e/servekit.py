@@ -138,6 +138,23 @@ class Server:
             todo += kids
         return seen
 
+    def strays(self):
+        """Processes of this server's runs (they carry the zygote's argv, `--parent PID`)
+        that are no longer in its process tree: a run that outlived its supervision."""
+        mark = b"--parent\0%d\0" % self.pid
+        tree = set(self.descendants())
+        out = []
+        for d in os.listdir("/proc"):
+            if not d.isdigit() or int(d) in tree:
+                continue
+            try:
+                with open("/proc/%s/cmdline" % d, "rb") as f:
+                    if mark in f.read():
+                        out.append(int(d))
+            except OSError:
+                pass
+        return out
+
     def fds(self):
         return sorted(os.listdir("/proc/%d/fd" % self.pid), key=int)
 

@@ -389,9 +389,11 @@ def nobody_pysnip():
 
 def run_as_nobody(copy, code, *args):
     d, runuser = copy
+    env = {"PATH": "/usr/bin:/bin", "TMPDIR": "/tmp"}
+    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
     p = subprocess.run([runuser, "-u", "nobody", "--", os.path.join(d, "pysnip"), "exec"]
                        + list(args) + ["-"], input=code.encode(), capture_output=True,
-                       timeout=60, cwd="/", env={"PATH": "/usr/bin:/bin", "TMPDIR": "/tmp"})
+                       timeout=60, cwd="/", env=env)
     assert p.returncode == 0, p.stderr.decode(errors="replace")
     return json.loads(p.stdout)
 
