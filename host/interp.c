@@ -121,6 +121,9 @@ static int start_python(char *err, size_t errlen)
 	/* surrogateescape: bytes that are not UTF-8 go through stdin -> stdout unchanged */
 	if (!PyStatus_Exception(s))
 		s = PyConfig_SetString(&c, &c.stdio_errors, L"surrogateescape");
+	/* an absolute program name: getpath must not search PATH (for "<snippet>") */
+	if (!PyStatus_Exception(s))
+		s = PyConfig_SetString(&c, &c.program_name, L"/proc/self/exe");
 	if (!PyStatus_Exception(s))
 		s = PyConfig_SetArgv(&c, 1, argv);
 	if (!PyStatus_Exception(s))

@@ -198,7 +198,7 @@ static bool memory_exhausted(const struct ps_outcome *o, const struct report *re
 	static const char *const marks[] = { "MemoryError", "Cannot allocate memory",
 					     "out of memory" };
 
-	if (rep->memory_error || exc_is(rep, "MemoryError"))
+	if (rep->memory_error || exc_is(rep, "MemoryError") || o->cgroup_oom_kills)
 		return true;
 	if (!(signaled(o, SIGSEGV) || signaled(o, SIGABRT) || signaled(o, SIGBUS) ||
 	      (o->reaped && WIFEXITED(o->wait_status) && !rep->finished)))
@@ -249,6 +249,8 @@ static cJSON *usage_json(const struct ps_outcome *o)
 	cJSON_AddNumberToObject(u, "sys_ms", (double)ru->ru_stime.tv_sec * 1000 +
 						 (double)(ru->ru_stime.tv_usec / 1000));
 	cJSON_AddNumberToObject(u, "max_rss_kb", (double)ru->ru_maxrss);
+	if (o->cgroup_used)
+		cJSON_AddNumberToObject(u, "memory_peak_kb", (double)(o->cgroup_memory_peak / 1024));
 	return u;
 }
 

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "interp.h"
 #include "util.h"
 
@@ -267,6 +268,14 @@ int ps_worker_prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t l
 			w->layers_degraded |= 1u << PS_LAYER_LANDLOCK;
 		}
 	}
+	if (p->cgroup_parent && !(layers_off & (1u << PS_LAYER_CGROUP))) {
+		if (ps_cgroup_check(p->cgroup_parent, err, errlen) == 0)
+			w->cgroup = true;
+		else if (p->layers[PS_LAYER_CGROUP] == PS_LAYER_BEST_EFFORT)
+			w->layers_degraded |= 1u << PS_LAYER_CGROUP;
+		else
+			goto fail;
+	}
 	if (!(layers_off & (1u << PS_LAYER_NAMESPACES))) {
 		bool best = p->layers[PS_LAYER_NAMESPACES] == PS_LAYER_BEST_EFFORT;
 
@@ -317,6 +326,19 @@ static void close_pair(int p[2])
 	p[0] = p[1] = -1;
 }
 
+/* The worker is born inside its cgroup where there is one (clone3 CLONE_INTO_CGROUP), so
+ * not one instruction runs outside its limits. */
+static pid_t spawn(const struct ps_worker *w, const struct ps_cgroup *cg)
+{
+	bool ns = !(w->layers_off & (1u << PS_LAYER_NAMESPACES));
+	pid_t pid;
+
+	if (ns || cg)
+		return ps_ns_fork_into(0, cg ? cg->dir_fd : -1);
+	pid = fork();
+	return pid;
+}
+
 int ps_worker_run(const struct ps_worker *w, const struct ps_run *r, struct ps_outcome *o)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, errp[2] = { -1, -1 };
@@ -324,6 +346,7 @@ int ps_worker_run(const struct ps_worker *w, const struct ps_run *r, struct ps_o
 	char scratch[300];
 	struct child c;
 	struct ps_supervise_fds f;
+	struct ps_cgroup cg;
 	uint64_t start;
 	pid_t pid;
 	int ret = 0;
@@ -356,9 +379,17 @@ int ps_worker_run(const struct ps_worker *w, const struct ps_run *r, struct ps_o
 	c.status = status[1];
 	c.report = report[1];
 
+	if (w->cgroup) {
+		if (ps_cgroup_create(w->policy->cgroup_parent, &r->limits, &cg, o->host_error,
+				     sizeof(o->host_error)) < 0) {
+			ret = -EIO;
+			goto out;
+		}
+		o->cgroup_used = true;
+	}
 	fflush(NULL);
 	start = ps_now_us();
-	pid = (w->layers_off & (1u << PS_LAYER_NAMESPACES)) ? fork() : ps_ns_fork(0);
+	pid = spawn(w, o->cgroup_used ? &cg : NULL);
 	if (pid < 0) {
 		ret = -errno;
 		snprintf(o->host_error, sizeof(o->host_error), "fork(): %s", strerror(errno));
@@ -383,7 +414,17 @@ int ps_worker_run(const struct ps_worker *w, const struct ps_run *r, struct ps_o
 	if (f.pidfd >= 0)
 		close(f.pidfd);
 	in[1] = -1; /* ps_supervise closed it */
+	if (o->cgroup_used) {
+		struct ps_cgroup_stats cs;
+
+		ps_cgroup_read_stats(&cg, &cs);
+		o->cgroup_memory_peak = cs.memory_peak;
+		o->cgroup_oom_kills = cs.oom_kills;
+		o->held.cgroup = 1;
+	}
 out:
+	if (o->cgroup_used)
+		ps_cgroup_destroy(&cg);
 	close_pair(in);
 	close_pair(out);
 	close_pair(errp);

@@ -20,6 +20,7 @@ struct ps_worker {
 	uint32_t ns_static;		/* CLONE_NEW* entered by the parent, inherited by workers */
 	uint32_t layers_degraded;	/* best-effort layers the parent could not set up */
 	char tmp_base[200];		/* where per-run scratch directories are made */
+	bool cgroup;			/* a per-run cgroup under policy->cgroup_parent */
 };
 
 /* One request. */
@@ -58,6 +59,9 @@ struct ps_outcome {
 	int syscall_nr;
 	uint32_t syscall_arch;
 	char host_error[512];		/* the host's own failure, if any */
+	bool cgroup_used;		/* the run had its own cgroup: the two below are real */
+	uint64_t cgroup_memory_peak;	/* bytes */
+	uint64_t cgroup_oom_kills;
 };
 
 /* Parent: build the filter, prepare Landlock, enter the unchanging namespaces. */

@@ -317,3 +317,32 @@ def test_scratch_is_cwd_and_writable():
     v, _, _ = run_exec("open('out.txt', 'w').write('data')\nprint(open('out.txt').read())\n")
     assert v["status"] == "ok", v
     assert v["stdout"] == "data\n"
+
+
+# --- cgroup: fail closed, or degrade visibly ------------------------------------------------
+
+def _cgroup_policy(tmp_path, mode):
+    pol = tmp_path / ("cg-%s.json" % mode)
+    pol.write_text(json.dumps({"extends": "default", "cgroup": {"parent": "/tmp"},
+                               "layers": {"cgroup": mode}}))
+    return str(pol)
+
+
+def test_cgroup_required_but_unusable_is_internal_error(tmp_path):
+    p = run_pysnip(["exec", "--policy", _cgroup_policy(tmp_path, "required"), "-"],
+                   input_bytes=b"print('must not run')\n")
+    assert p.returncode == 2, p.stderr
+    v = json.loads(p.stdout)
+    assert v["status"] == "internal_error"
+    assert "/tmp" in v["error"] and "cgroup" in v["error"]
+    assert "must not run" not in v["stdout"]
+
+
+def test_cgroup_best_effort_degrades_visibly(tmp_path):
+    p = run_pysnip(["exec", "--policy", _cgroup_policy(tmp_path, "best-effort"), "-"],
+                   input_bytes=b"print('ran')\n")
+    assert p.returncode == 0, p.stderr
+    v = json.loads(p.stdout)
+    assert v["status"] == "ok" and v["stdout"] == "ran\n"
+    assert "cgroup" in v["sandbox"]["layers_degraded"]
+    assert v["sandbox"]["cgroup"].startswith("none")
