@@ -30,7 +30,11 @@ static const char *data_dir(const char *env, const char *sub, char *buf, size_t 
 	if (e && *e)
 		return e;
 	if (exe) {
+		/* next to the binary, or one up (a build directory such as build-asan/) */
 		snprintf(buf, len, "%s/%s", exe, sub);
+		if (is_dir(buf))
+			return buf;
+		snprintf(buf, len, "%s/../%s", exe, sub);
 		if (is_dir(buf))
 			return buf;
 	}

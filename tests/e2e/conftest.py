@@ -44,3 +44,9 @@ def run_exec(code, *args, stdin=None, timeout=60):
 @pytest.fixture
 def pysnip_bin():
     return PYSNIP
+
+# Under `make asan` RLIMIT_AS is not applied (ASan reserves terabytes of shadow memory), so
+# tests whose point is the memory limit skip, visibly.
+SANITIZER = bool(os.environ.get("PYSNIP_SANITIZER"))
+needs_rlimit_as = pytest.mark.skipif(
+    SANITIZER, reason="sanitizer build: RLIMIT_AS cannot apply under ASan's shadow memory")

@@ -7,7 +7,7 @@ import tempfile
 
 import pytest
 
-from conftest import FIXTURES, PYSNIP, ROOT, run_exec, run_pysnip
+from conftest import FIXTURES, PYSNIP, ROOT, needs_rlimit_as, run_exec, run_pysnip
 
 STATUSES = {"ok", "exception", "denied", "timeout", "cpu_limit", "memory_limit",
             "output_limit", "signal", "internal_error"}
@@ -94,12 +94,14 @@ def test_cpu_limit():
     assert v["usage"]["cpu_ms"] >= 900
 
 
+@needs_rlimit_as
 def test_memory_limit_python_memoryerror():
     v, rc, _ = run_exec("x = bytearray(512 * 1024 * 1024)\n", "--memory", "128M")
     assert rc == 0
     assert v["status"] == "memory_limit", v
 
 
+@needs_rlimit_as
 def test_memory_limit_gradual_growth():
     code = "l = []\nwhile True:\n    l.append('x' * 1000000)\n"
     v, rc, _ = run_exec(code, "--memory", "128M", "--wall-time", "20s")
@@ -221,6 +223,7 @@ def test_non_utf8_code_is_an_exception():
     assert v["exception"]["type"] == "SyntaxError"
 
 
+@needs_rlimit_as
 def test_100mb_snippet_does_not_crash():
     code = b"x = 1\n" + b"#" * (100 * 1024 * 1024) + b"\nprint(x)\n"
     v, rc, err = run_exec(code, "--wall-time", "30s", timeout=120)
