@@ -93,7 +93,8 @@ static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *
 	io.modules = &modules;
 	io.python_layer = !(o->layers_off & (1u << PS_LAYER_PYTHON)) &&
 			  p->layers[PS_LAYER_PYTHON] != PS_LAYER_OFF;
-	if (ps_interp_init(&io, err, sizeof(err)) < 0) {
+	/* One snippet: the worker initialises the interpreter itself (see ps_worker). */
+	if (ps_interp_locate(err, sizeof(err)) < 0) {
 		ps_strlist_free(&modules);
 		return fail_internal(p, err, o->pretty);
 	}
@@ -105,6 +106,7 @@ static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *
 		}
 		return fail_internal(p, err, o->pretty);
 	}
+	w.init_in_child = &io;
 	r->limits = p->limits;
 	ret = ps_worker_run(&w, r, &out);
 	if (ret < 0 && !out.host_error[0])

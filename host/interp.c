@@ -66,8 +66,14 @@ static int find_prefix(char *err, size_t errlen)
 	}
 	char *lib = strstr(real, "/lib/");
 	if (!lib) {
+#ifdef PS_PY_PREFIX
+		/* libpython linked statically into this binary: the prefix it was built for. */
+		snprintf(real, sizeof(real), "%s", PS_PY_PREFIX);
+		lib = real + strlen(real);
+#else
 		snprintf(err, errlen, "interp: libpython %s is not under a lib/ directory", real);
 		return -1;
+#endif
 	}
 	*lib = '\0';
 	snprintf(st.prefix, sizeof(st.prefix), "%s", real[0] ? real : "/");
@@ -76,6 +82,23 @@ static int find_prefix(char *err, size_t errlen)
 	struct stat sb;
 	if (stat(landmark, &sb) < 0) {
 		snprintf(err, errlen, "interp: stat(%s): no stdlib next to libpython", landmark);
+		return -1;
+	}
+	return 0;
+}
+
+int ps_interp_locate(char *err, size_t errlen)
+{
+	int n;
+
+	if (find_prefix(err, errlen) < 0)
+		return -1;
+	n = snprintf(st.stdlib, sizeof(st.stdlib), "%s/lib/python%d.%d",
+		     strcmp(st.prefix, "/") ? st.prefix : "", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+	if (n < 0 || (size_t)n >= sizeof(st.stdlib) ||
+	    snprintf(st.dynload, sizeof(st.dynload), "%s/lib-dynload", st.stdlib) >=
+		    (int)sizeof(st.dynload)) {
+		snprintf(err, errlen, "interp: stdlib path under %s is too long", st.prefix);
 		return -1;
 	}
 	return 0;

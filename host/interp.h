@@ -19,6 +19,11 @@ struct ps_interp_opts {
  * 0, or -1 with the reason in err. */
 int ps_interp_init(const struct ps_interp_opts *o, char *err, size_t errlen);
 
+/* Without initialising anything: find the linked interpreter's stdlib, so that the parent
+ * can prepare Landlock before a worker initialises the interpreter itself (one-shot exec).
+ * ps_interp_stdlib_dir/dynload_dir are valid after it. 0, or -1 with the reason. */
+int ps_interp_locate(char *err, size_t errlen);
+
 /* Child, right after fork, before any other Python call. */
 void ps_interp_after_fork(void);
 

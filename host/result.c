@@ -220,7 +220,7 @@ static enum ps_status classify(const struct ps_run *r, const struct ps_outcome *
 		return PS_STATUS_TIMEOUT;
 	if (o->output_capped || o->report_capped)
 		return PS_STATUS_OUTPUT_LIMIT;
-	if (o->have_syscall || signaled(o, SIGSYS))
+	if (signaled(o, SIGSYS))
 		return PS_STATUS_DENIED;
 	if (signaled(o, SIGXCPU) || (signaled(o, SIGKILL) && cpu_ms(o) + 50 >= cpu_cap))
 		return PS_STATUS_CPU_LIMIT;
@@ -320,7 +320,7 @@ static cJSON *denials_json(const struct ps_outcome *o, const struct report *rep,
 		if (cJSON_IsString(layer) && cJSON_IsString(event))
 			cJSON_AddItemToArray(out, cJSON_Duplicate(d, true));
 	}
-	if (o->have_syscall || signaled(o, SIGSYS)) {
+	if (signaled(o, SIGSYS)) {
 		const char *name = o->have_syscall
 					   ? ps_syscall_name_arch(o->syscall_nr, o->syscall_arch)
 					   : NULL;

@@ -95,6 +95,11 @@ static void take_record(struct sv *s, const struct ps_status_rec *rec)
 {
 	struct ps_outcome *o = s->o;
 
+	/* Once the snippet runs it can write to this pipe too: from then on only the SIGSYS
+	 * handler's record counts, and only as the name of a death the kernel confirms
+	 * (result.c requires SIGSYS). The last one wins: the handler's comes last. */
+	if (o->have_held && rec->kind != PS_REC_SYSCALL)
+		return;
 	switch (rec->kind) {
 	case PS_REC_HELD:
 		o->have_held = true;
@@ -109,11 +114,9 @@ static void take_record(struct sv *s, const struct ps_status_rec *rec)
 		o->phase_msg[sizeof(o->phase_msg) - 1] = '\0';
 		break;
 	case PS_REC_SYSCALL:
-		if (!o->have_syscall) {
-			o->have_syscall = true;
-			o->syscall_nr = rec->syscall_nr;
-			o->syscall_arch = rec->arch;
-		}
+		o->have_syscall = true;
+		o->syscall_nr = rec->syscall_nr;
+		o->syscall_arch = rec->arch;
 		break;
 	}
 }

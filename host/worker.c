@@ -54,7 +54,16 @@ static int phase_lifecycle(struct child *c)
 {
 	sigset_t all;
 
-	ps_interp_after_fork();
+	if (c->w->init_in_child) {
+		char err[sizeof(c->e.msg)];
+
+		if (ps_interp_init(c->w->init_in_child, err, sizeof(err)) < 0) {
+			ps_child_err_set(&c->e, EINVAL, "%s", err);
+			return -1;
+		}
+	} else {
+		ps_interp_after_fork();
+	}
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
 		ps_child_err_set(&c->e, errno, "prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
 		return -1;

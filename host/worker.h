@@ -21,6 +21,10 @@ struct ps_worker {
 	uint32_t layers_degraded;	/* best-effort layers the parent could not set up */
 	char tmp_base[200];		/* where per-run scratch directories are made */
 	bool cgroup;			/* a per-run cgroup under policy->cgroup_parent */
+	/* One-shot runs: the worker initialises the interpreter itself, first thing after the
+	 * fork, so a small parent forks and nothing is copied twice. NULL: the parent already
+	 * holds an initialised interpreter (a zygote). */
+	const struct ps_interp_opts *init_in_child;
 };
 
 /* One request. */

@@ -27,7 +27,7 @@
 
 extern char **environ;
 
-enum { CTL_FD = 3, READY_TIMEOUT_MS = 120000, FRAME_MAX = 512 << 20 };
+enum { CTL_FD = 3, READY_TIMEOUT_MS = 120000, RESTART_WAIT_MS = 15000, FRAME_MAX = 512 << 20 };
 
 /* ---------------------------------------------------------------- front side */
 
@@ -281,6 +281,7 @@ int ps_zygote_call(struct ps_zygote *z, const struct ps_zreq *h, const char *cod
 		   const char *stdin_data, uint64_t timeout_ms, struct ps_zanswer *a)
 {
 	uint64_t deadline = ps_now_us() + timeout_ms * 1000;
+	uint64_t restart_deadline = ps_now_us() + RESTART_WAIT_MS * 1000;
 	struct ps_zresp resp;
 	int sv[2], ret = -1;
 
@@ -290,8 +291,13 @@ int ps_zygote_call(struct ps_zygote *z, const struct ps_zreq *h, const char *cod
 		snprintf(a->error, sizeof(a->error), "socketpair(): %s", strerror(errno));
 		return -1;
 	}
-	if (pass_fd(z, sv[1], a->error, sizeof(a->error)) < 0)
-		goto out;
+	/* A zygote being restarted is waited for (briefly): only runs already handed to the
+	 * one that died get internal_error. */
+	while (pass_fd(z, sv[1], a->error, sizeof(a->error)) < 0) {
+		if (ps_now_us() >= restart_deadline)
+			goto out;
+		usleep(10000);
+	}
 	close(sv[1]);
 	sv[1] = -1;
 	if (xfer(sv[0], true, (void *)h, sizeof(*h), deadline, a->error, sizeof(a->error)) < 0 ||
@@ -445,8 +451,15 @@ static __attribute__((noreturn)) void runner_main(struct zyg *z)
 	pid_t me;
 	int conn;
 
-	/* Die with the zygote: its death must end our run (the front answers internal_error). */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != z->self)
+	pid_t ppid;
+
+	/* Die with the zygote: its death must end our run (the front answers internal_error).
+	 * getppid() is 0 when the zygote entered a PID namespace for its runs (we are inside,
+	 * it is not); then the namespace's init dies with the zygote and takes us along. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		_exit(0);
+	ppid = getppid();
+	if (ppid != z->self && ppid != 0)
 		_exit(0);
 	close(z->sigfd);
 	close(z->taken[0]);

@@ -156,7 +156,48 @@ class Server:
         return out
 
     def fds(self):
-        return sorted(os.listdir("/proc/%d/fd" % self.pid), key=int)
+        """{fd: target} of the server process."""
+        out = {}
+        for fd in os.listdir("/proc/%d/fd" % self.pid):
+            try:
+                out[int(fd)] = os.readlink("/proc/%d/fd/%s" % (self.pid, fd))
+            except OSError:
+                pass
+        return out
+
+    def settled_fds(self, timeout=5.0):
+        """fds once no client connection is left open (closed keep-alives linger briefly)."""
+        def quiet():
+            f = self.fds()
+            return f if self.connections() == 0 else None
+        return wait_for(quiet, timeout) or self.fds()
+
+    def fd_kinds(self):
+        """Sorted kinds of the server's fds ("socket", "pipe", "/dev/null", "anon_inode:...")."""
+        return sorted(t.split(":[")[0] for t in self.fds().values())
+
+    def fds_back_to(self, kinds, timeout=10.0):
+        """Wait until the server holds the same kinds and number of fds as before."""
+        return wait_for(lambda: self.fd_kinds() == kinds, timeout)
+
+    def connections(self):
+        """Established TCP connections to the server's port (0 for a Unix socket server)."""
+        if self.sock_path:
+            return 0
+        n = 0
+        for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                with open(path) as f:
+                    for line in f.readlines()[1:]:
+                        parts = line.split()
+                        local, state = parts[1], parts[3]
+                        # anything but LISTEN and TIME_WAIT still holds a server fd
+                        if int(local.split(":")[1], 16) == self.port and \
+                                state not in ("0A", "06"):
+                            n += 1
+            except OSError:
+                pass
+        return n
 
     def rss_kb(self):
         with open("/proc/%d/status" % self.pid) as f:

@@ -349,3 +349,18 @@ def test_cgroup_best_effort_degrades_visibly(tmp_path):
     assert v["status"] == "ok" and v["stdout"] == "ran\n"
     assert "cgroup" in v["sandbox"]["layers_degraded"]
     assert v["sandbox"]["cgroup"].startswith("none")
+
+
+def test_forged_status_records_after_start_are_ignored():
+    # fd 3 is the worker's status channel; once the snippet runs, a forged "phase failed"
+    # or "syscall denied" record must not turn its verdict into internal_error or denied.
+    code = ("import os, struct\n"
+            "rec = struct.pack('IiiiI', 1, 0, 1, 0, 0) + b'\\0' * 232\n"
+            "os.write(3, rec)\n"
+            "os.write(3, struct.pack('IiiiI', 3, 0, 0, 59, 0xc000003e) + b'\\0' * 232)\n"
+            "print('still fine')\n")
+    v, rc, _ = run_exec(code)
+    assert rc == 0
+    assert v["status"] == "ok", v
+    assert v["stdout"] == "still fine\n"
+    assert v["denials"] == []

@@ -200,11 +200,12 @@ def test_metrics(srv):
 
 def test_no_leak_after_requests(srv):
     srv.exec("print(0)")
-    before = srv.fds()
+    srv.settled_fds()
+    before = srv.fd_kinds()
     kids = sorted(srv.children())
     for code in ("print(1)", "raise KeyError", "while True: pass", "import os; os.fork()"):
         srv.exec(code, limits={"wall": "300ms"})
-    assert wait_for(lambda: srv.fds() == before, 5), (before, srv.fds())
+    assert srv.fds_back_to(before), (before, srv.fds())
     assert sorted(srv.children()) == kids
     assert srv.scratch_left() == [] and srv.strays() == []
 
@@ -358,13 +359,18 @@ def test_sigterm_drains_unix_socket():
         assert p.returncode == 0 and json.loads(p.stdout)["stdout"] == "7\n"
         zygotes = list(s.zygotes().values())
         res = {}
-        t = threading.Thread(target=lambda: res.update(
-            r=s.exec("import time\ntime.sleep(1)\nprint('finished')")))
+
+        def run():
+            try:
+                res["r"] = s.exec("import time\ntime.sleep(1)\nprint('finished')")
+            except Exception as e:     # noqa: BLE001 - reported below
+                res["r"] = (e, None, None)
+        t = threading.Thread(target=run)
         t.start()
-        time.sleep(0.4)
+        assert wait_for(lambda: "pysnip_workers_busy 1" in s.request("GET", "/metrics")[2], 5)
         s.proc.send_signal(signal.SIGTERM)
         t.join(10)
-        assert res["r"][0] == 200 and res["r"][2]["stdout"] == "finished\n"
+        assert res["r"][0] == 200 and res["r"][2]["stdout"] == "finished\n", res
         assert s.proc.wait(15) == 0
         assert not os.path.exists(s.sock_path)
         assert all(not os.path.exists("/proc/%d" % z) for z in zygotes)

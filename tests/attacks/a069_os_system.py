@@ -1,0 +1,6 @@
+# attack: os.system
+# expect: denied
+# layer: audit
+import os
+
+os.system("echo ESCAPED")

@@ -1,0 +1,6 @@
+# attack: os.posix_spawn /bin/sh
+# expect: denied
+# layer: audit
+import os
+
+os.posix_spawn("/bin/sh", ["sh", "-c", "echo ESCAPED"], {})

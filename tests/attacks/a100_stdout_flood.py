@@ -1,0 +1,5 @@
+# attack: flood stdout
+# expect: output_limit
+# args: --output-limit 64K
+while True:
+    print("x" * 100)

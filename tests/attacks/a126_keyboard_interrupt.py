@@ -1,0 +1,3 @@
+# attack: raise KeyboardInterrupt out of the snippet
+# expect: exception
+raise KeyboardInterrupt
