@@ -358,6 +358,24 @@ static PyObject *run_snippet(PyObject *globals, PyObject *src)
 	return fetch_exception();
 }
 
+static char report_token[64];
+
+void ps_interp_set_report_token(const char *token)
+{
+	snprintf(report_token, sizeof(report_token), "%s", token);
+}
+
+/* The report, behind the run's token: the token lives only in C memory, so a snippet that
+ * writes its own "report" to the channel cannot make the parent take it. */
+static void write_report(int fd, const char *buf, size_t len)
+{
+	if (report_token[0]) {
+		ps_write_all(fd, report_token, strlen(report_token));
+		ps_write_all(fd, "\n", 1);
+	}
+	ps_write_all(fd, buf, len);
+}
+
 int ps_interp_run(const char *code, size_t len, int report_fd)
 {
 	ps_audit_set_report_fd(report_fd);
@@ -382,13 +400,13 @@ int ps_interp_run(const char *code, size_t len, int report_fd)
 	    PyBytes_Check(PyTuple_GET_ITEM(r, 0))) {
 		PyObject *b = PyTuple_GET_ITEM(r, 0);
 		rc = (int)PyLong_AsLong(PyTuple_GET_ITEM(r, 1));
-		ps_write_all(report_fd, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+		write_report(report_fd, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
 	} else {
 		bool oom = PyErr_ExceptionMatches(PyExc_MemoryError) ||
 			   (exc && PyErr_GivenExceptionMatches(exc, PyExc_MemoryError));
 		PyErr_Clear();
 		const char *fb = oom ? fallback_report : fallback_internal;
-		ps_write_all(report_fd, fb, strlen(fb));
+		write_report(report_fd, fb, strlen(fb));
 	}
 	Py_XDECREF(r);
 	Py_XDECREF(exc);

@@ -30,6 +30,9 @@ void ps_interp_after_fork(void);
 /* Child: the per-run writable directory the audit hook grants (also the snippet's cwd). */
 void ps_interp_set_scratch(const char *dir);
 
+/* Child: the run's secret; the report is written after it (see result.c). */
+void ps_interp_set_report_token(const char *token);
+
 /* Child, last phase: run code as __main__ under "<snippet>". Writes one JSON report
  * (see pyshim/) to report_fd. Returns the exit code for _exit: 0 finished, 1 uncaught exception. */
 int ps_interp_run(const char *code, size_t len, int report_fd);

@@ -128,12 +128,29 @@ static void report_parse(const struct ps_outcome *o, struct report *rep)
 {
 	cJSON *v;
 
+	const char *start = NULL, *end;
+	size_t tlen = strlen(o->report_token);
+
 	memset(rep, 0, sizeof(*rep));
-	if (!o->report.len)
+	if (!o->report.len || !tlen)
 		return;
-	rep->root = cJSON_ParseWithLength(o->report.buf, o->report.len);
+	/* Only what follows the last copy of the run's token is the shim's report: anything
+	 * else on the channel was written by the snippet. */
+	for (const char *p = o->report.buf;
+	     (p = memmem(p, o->report.len - (size_t)(p - o->report.buf), o->report_token, tlen));
+	     p += tlen)
+		start = p + tlen;
+	if (!start || *start != '\n')
+		return;
+	start++;
+	rep->root = cJSON_ParseWithLengthOpts(start, o->report.len - (size_t)(start - o->report.buf),
+					      &end, false);
 	if (!cJSON_IsObject(rep->root))
 		return;
+	while (end < o->report.buf + o->report.len && (*end == '\n' || *end == ' '))
+		end++;
+	if (end != o->report.buf + o->report.len)
+		return;	/* something after the report: not the shim's last word */
 	rep->finished = true;
 	v = cJSON_GetObjectItemCaseSensitive(rep->root, "exception");
 	if (cJSON_IsObject(v) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(v, "type")))
@@ -167,7 +184,9 @@ static bool exc_from_sandbox(const struct report *rep)
 		return false;
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep->exception, "denied")))
 		return true;
-	return msg && !strncmp(msg, "pysnip: ", 8);
+	/* The message alone is forgeable (raise PermissionError("pysnip: ...")): it counts only
+	 * beside a denial the hook itself recorded. */
+	return msg && !strncmp(msg, "pysnip: ", 8) && cJSON_GetArraySize(rep->denials) > 0;
 }
 
 /* EACCES/EPERM from the kernel with the Python layer silent: Landlock (or identity) said no. */
@@ -177,7 +196,8 @@ static bool exc_from_kernel_denial(const struct report *rep, const struct ps_out
 
 	if (!exc_is(rep, "PermissionError") || !o->held.landlock_abi)
 		return false;
-	return !cJSON_IsNumber(e) || e->valueint == 13 || e->valueint == 1;
+	/* errno set by the kernel; a bare PermissionError("...") of the snippet's has none */
+	return cJSON_IsNumber(e) && (e->valueint == 13 || e->valueint == 1);
 }
 
 static bool signaled(const struct ps_outcome *o, int sig)
@@ -222,7 +242,9 @@ static enum ps_status classify(const struct ps_run *r, const struct ps_outcome *
 		return PS_STATUS_OUTPUT_LIMIT;
 	if (signaled(o, SIGSYS))
 		return PS_STATUS_DENIED;
-	if (signaled(o, SIGXCPU) || (signaled(o, SIGKILL) && cpu_ms(o) + 50 >= cpu_cap))
+	/* RLIMIT_CPU's hard limit is a SIGKILL from the kernel; rusage may read a little under
+	 * the cap (tick accounting), and nobody else killed it (we flag our own kills). */
+	if (signaled(o, SIGXCPU) || (signaled(o, SIGKILL) && cpu_ms(o) * 10 >= cpu_cap * 9))
 		return PS_STATUS_CPU_LIMIT;
 	if (memory_exhausted(o, rep))
 		return PS_STATUS_MEMORY_LIMIT;
@@ -232,6 +254,7 @@ static enum ps_status classify(const struct ps_run *r, const struct ps_outcome *
 		return PS_STATUS_EXCEPTION;
 	if (WIFSIGNALED(o->wait_status))
 		return PS_STATUS_SIGNAL;
+	/* No report but a normal exit: the snippet left through os._exit; exit_code says how. */
 	return PS_STATUS_OK;
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -29,6 +30,7 @@ struct child {
 	pid_t parent;
 	int in, out, err, status, report;	/* child ends before phase_stdio */
 	struct ps_identity id;
+	const char *token;
 	struct ps_held held;
 	struct ps_child_err e;
 };
@@ -235,6 +237,7 @@ static __attribute__((noreturn)) void child_main(struct child *c)
 			_exit(125);
 		}
 	}
+	ps_interp_set_report_token(c->token);
 	child_report(c, PS_REC_HELD, -1);
 	_exit(ps_interp_run(c->r->code, c->r->code_len, CHILD_REPORT_FD));
 }
@@ -327,6 +330,18 @@ static int make_scratch(const struct ps_worker *w, const struct ps_identity *id,
 	return 0;
 }
 
+static int make_token(char *out, size_t len)
+{
+	unsigned char raw[16];
+	ssize_t n = getrandom(raw, sizeof(raw), 0);
+
+	if (n != (ssize_t)sizeof(raw))
+		return n < 0 ? -errno : -EIO;
+	for (size_t i = 0; i < sizeof(raw) && 2 * i + 2 < len; i++)
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+	return 0;
+}
+
 static void close_pair(int p[2])
 {
 	for (int i = 0; i < 2; i++)
@@ -369,6 +384,12 @@ int ps_worker_run(const struct ps_worker *w, const struct ps_run *r, struct ps_o
 	if (w->layers_off & (1u << PS_LAYER_IDENTITY))
 		c.id.drop_uid = false;
 
+	ret = make_token(o->report_token, sizeof(o->report_token));
+	if (ret < 0) {
+		snprintf(o->host_error, sizeof(o->host_error), "getrandom(16): %s", strerror(-ret));
+		return ret;
+	}
+	c.token = o->report_token;
 	ret = make_scratch(w, &c.id, scratch, sizeof(scratch));
 	if (ret < 0) {
 		snprintf(o->host_error, sizeof(o->host_error), "mkdtemp(%s/pysnip-run-XXXXXX): %s",

@@ -1,0 +1,160 @@
+"""Benchmark of `pysnip serve` (run by `make bench`; figures printed, targets reported, never
+a failed test):
+
+- warm latency of POST /v1/exec {"code": "print(1)"} over one keep-alive connection, p50/p99,
+  against /usr/bin/python3.11 -I -S -c 'print(1)' process start measured in the same run
+  (targets: p50 <= 0.15x, p99 <= 0.3x);
+- throughput with every layer on, several keep-alive clients (target >= 2000/s on 2 cores);
+- Private_Dirty of a running worker for print(1) (smaps_rollup; target <= 1 MB).
+
+    /usr/bin/python3 tests/bench/bench_serve.py --pysnip ./pysnip [--n 2000] [--seconds 5]
+"""
+import argparse
+import http.client
+import json
+import multiprocessing
+import os
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
+
+BARE = ["/usr/bin/python3.11", "-I", "-S", "-c", "print(1)"]
+BODY = json.dumps({"code": "print(1)"}).encode()
+
+
+def pct(samples, p):
+    s = sorted(samples)
+    return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
+
+
+def bare_python(n):
+    """Wall time (ms) of n process starts, spawned directly (no shell, no subprocess module)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    out = []
+    for i in range(n + 5):
+        t0 = time.perf_counter()
+        pid = os.posix_spawn(BARE[0], BARE, os.environ,
+                             file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1)])
+        os.waitpid(pid, 0)
+        if i >= 5:
+            out.append((time.perf_counter() - t0) * 1000)
+    os.close(devnull)
+    return out
+
+
+def serve_latency(host, port, n):
+    c = http.client.HTTPConnection(host, port)
+    out = []
+    for i in range(n + 50):
+        t0 = time.perf_counter()
+        c.request("POST", "/v1/exec", body=BODY)
+        r = c.getresponse()
+        v = json.loads(r.read())
+        dt = (time.perf_counter() - t0) * 1000
+        assert r.status == 200 and v["status"] == "ok" and v["stdout"] == "1\n", v
+        if i >= 50:
+            out.append(dt)
+    c.close()
+    return out
+
+
+def _client(args):
+    host, port, seconds = args
+    c = http.client.HTTPConnection(host, port)
+    n = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        c.request("POST", "/v1/exec", body=BODY)
+        r = c.getresponse()
+        r.read()
+        if r.status == 200:
+            n += 1
+    return n
+
+
+def throughput(host, port, clients, seconds):
+    with multiprocessing.Pool(clients) as pool:
+        t0 = time.monotonic()
+        counts = pool.map(_client, [(host, port, seconds)] * clients)
+        return sum(counts) / (time.monotonic() - t0)
+
+
+def rollup(pid):
+    out = {}
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 3 and parts[2] == "kB":
+                out[parts[0].rstrip(":")] = int(parts[1])
+    return out
+
+
+def worker_private_dirty(srv):
+    """Private_Dirty (kB) of a worker running print(1) (it then waits, so it can be measured),
+    and of the runner supervising it."""
+    code = "print(1)\nimport time\ntime.sleep(1.5)"
+    t = threading.Thread(target=srv.exec, args=(code,))
+    t.start()
+    z = srv.zygotes()["default"]
+    found = None
+    end = time.monotonic() + 5
+    while time.monotonic() < end and not found:
+        for r in srv.children(z):
+            kids = srv.children(r)
+            if kids:
+                found = (r, kids[0])
+        time.sleep(0.05)
+    time.sleep(0.5)
+    runner, worker = found
+    w, r = rollup(worker)["Private_Dirty"], rollup(runner)["Private_Dirty"]
+    t.join()
+    return w, r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pysnip", default=os.path.join(os.path.dirname(os.path.dirname(HERE)),
+                                                     "pysnip"))
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--bare-n", type=int, default=300)
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--clients", type=int, default=4)
+    a = ap.parse_args()
+    os.environ["PYSNIP"] = a.pysnip
+    from servekit import Server
+
+    srv = Server("--policy", "default")
+    try:
+        cores = os.cpu_count()
+        bare = bare_python(a.bare_n // 2)
+        lat = serve_latency(srv.host, srv.port, a.n)
+        bare += bare_python(a.bare_n // 2)      # before and after: share the machine's noise
+        b50, b99 = pct(bare, 50), pct(bare, 99)
+        s50, s99 = pct(lat, 50), pct(lat, 99)
+        tput = throughput(srv.host, srv.port, a.clients, a.seconds)
+        wpd, rpd = worker_private_dirty(srv)
+        print("pysnip serve benchmark (%d cores, workers %d, every layer on; command: %s)"
+              % (cores, cores, " ".join(["/usr/bin/python3", "tests/bench/bench_serve.py"]
+                                          + sys.argv[1:])))
+        print("  python3.11 -I -S -c 'print(1)'      p50 %7.3f ms   p99 %7.3f ms   (%d runs)"
+              % (b50, b99, len(bare)))
+        print("  POST /v1/exec print(1), keep-alive  p50 %7.3f ms   p99 %7.3f ms   (%d requests)"
+              % (s50, s99, len(lat)))
+
+        def verdict(ok):
+            return "met" if ok else "NOT met"
+        print("  latency ratio p50 %.3fx (target <= 0.15x: %s), p99 %.3fx (target <= 0.3x: %s)"
+              % (s50 / b50, verdict(s50 / b50 <= 0.15), s99 / b99, verdict(s99 / b99 <= 0.3)))
+        print("  throughput %.0f snippets/s with %d keep-alive clients (target >= 2000/s: %s)"
+              % (tput, a.clients, verdict(tput >= 2000)))
+        print("  Private_Dirty of a running worker %d kB (target <= 1024 kB: %s); its runner %d kB"
+              % (wpd, verdict(wpd <= 1024), rpd))
+    finally:
+        srv.stop()
+
+
+if __name__ == "__main__":
+    main()
