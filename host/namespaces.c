@@ -20,6 +20,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <poll.h>
+#include <linux/nsfs.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -33,6 +36,8 @@
 
 #define STATIC_NS (CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
 #define PER_RUN_NS CLONE_NEWNS
+#define SHARED_NETNS_DIR "/run/pysnip"
+#define SHARED_NETNS SHARED_NETNS_DIR "/netns"
 
 static int write_file(const char *path, const char *text, char *err, size_t errlen)
 {
@@ -146,18 +151,94 @@ static int enter_pid_ns(char *err, size_t errlen)
 	return 0;
 }
 
+/* Is fd an empty network namespace we may join: nsfs of type net. */
+static bool is_netns(int fd)
+{
+	return ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWNET;
+}
+
+/* Make the kept namespace: a child unshares a network namespace and bind-mounts it on
+ * SHARED_NETNS (like `ip netns add`), under a lock so concurrent first runs agree. */
+static int make_shared_netns(char *err, size_t errlen)
+{
+	int lock, fd, status = 0;
+	pid_t pid;
+
+	if (mkdir(SHARED_NETNS_DIR, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "mkdir(%s): %s", SHARED_NETNS_DIR, strerror(errno));
+		return -1;
+	}
+	lock = open(SHARED_NETNS_DIR "/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lock < 0 || flock(lock, LOCK_EX) < 0) {
+		snprintf(err, errlen, "lock %s/lock: %s", SHARED_NETNS_DIR, strerror(errno));
+		if (lock >= 0)
+			close(lock);
+		return -1;
+	}
+	fd = open(SHARED_NETNS, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && is_netns(fd)) {
+		close(fd);
+		close(lock);
+		return 0;	/* another run made it meanwhile */
+	}
+	if (fd >= 0)
+		close(fd);
+	fd = open(SHARED_NETNS, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	pid = fork();
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWNET) == 0 &&
+		      mount("/proc/self/ns/net", SHARED_NETNS, NULL, MS_BIND, NULL) == 0 ? 0 : 1);
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0) {
+		snprintf(err, errlen, "bind-mounting a new network namespace on %s failed",
+			 SHARED_NETNS);
+		close(lock);
+		return -1;
+	}
+	close(lock);
+	return 0;
+}
+
+/* Root: join the kept empty network namespace. Making one costs ~1 ms and tearing it down
+ * more, on every one-shot run; nothing in it changes (no interface is up, and a worker holds
+ * no capability over it), so one serves every run. -1 (err set) to fall back to unshare. */
+static int join_shared_netns(char *err, size_t errlen)
+{
+	int fd = open(SHARED_NETNS, O_RDONLY | O_CLOEXEC);
+
+	if ((fd < 0 || !is_netns(fd)) && make_shared_netns(err, errlen) == 0) {
+		if (fd >= 0)
+			close(fd);
+		fd = open(SHARED_NETNS, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0 || !is_netns(fd) || setns(fd, CLONE_NEWNET) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 int ps_ns_enter_static(const struct ps_policy *p, bool best_effort, char *err, size_t errlen)
 {
 	int entered = 0;
+	int flags = STATIC_NS;
 
 	(void)p;
 	if (geteuid() != 0) {
 		if (enter_user_ns(err, errlen) < 0)
 			goto fail;
 		entered |= CLONE_NEWUSER;
+	} else if (join_shared_netns(err, errlen) == 0) {
+		flags &= ~CLONE_NEWNET;
 	}
-	if (unshare(STATIC_NS) < 0) {
-		snprintf(err, errlen, "unshare(CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS): %s",
+	if (unshare(flags) < 0) {
+		snprintf(err, errlen, "unshare(%s): %s",
+			 flags & CLONE_NEWNET ? "CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS"
+					      : "CLONE_NEWIPC|CLONE_NEWUTS",
 			 strerror(errno));
 		goto fail;
 	}
