@@ -25,6 +25,7 @@
 
 #define MAX_DENIALS 64
 #define MAX_PATHS 64
+#define MAX_RAISED 16
 
 struct denial {
 	char layer[8];
@@ -45,16 +46,20 @@ static struct {
 	struct path_set readable, writable, trusted;
 	char **modules;			/* sorted allowlist */
 	size_t n_modules;
+	char **closure;			/* sorted: what the allowed modules import (exact names) */
+	size_t n_closure;
 	char **audit_allow;
 	size_t n_audit_allow;
 	char scratch[PATH_MAX];
-	int report_fd;
+	int protected_fds[4];		/* status, report, the report's private copy */
 	PyObject *import_error;		/* PolicyImportError, a ModuleNotFoundError */
 	PyObject *orig_import;
 	PyObject *pathlib_name;
 	struct denial denials[MAX_DENIALS];
 	size_t n_denials;
-} g = { .report_fd = -1 };
+	PyObject *raised[MAX_RAISED];	/* the last exceptions the hook raised (strong refs) */
+	size_t n_raised;
+} g = { .protected_fds = { -1, -1, -1, -1 } };
 
 /* Dangerous whatever imports them: process creation, sockets, raw memory and native code,
  * resource and terminal control, host account databases, test-only C modules. */
@@ -103,6 +108,34 @@ static bool in_allowlist(const char *name)
 	const char *key = name;
 	return g.n_modules &&
 	       bsearch(&key, g.modules, g.n_modules, sizeof(char *), cmp_str) != NULL;
+}
+
+static bool in_closure(const char *name)
+{
+	const char *key = name;
+	return g.n_closure &&
+	       bsearch(&key, g.closure, g.n_closure, sizeof(char *), cmp_str) != NULL;
+}
+
+/* The C modules behind an allowed module that C code imports on the snippet's behalf
+ * (io.open_code imports _io): allowed as their public face is. */
+static const char *const aliases[][2] = { { "_io", "io" } };
+
+/* strict: the snippet itself asks, so only the allowlist counts. Otherwise (the stdlib, the
+ * import machinery) the closure of the allowlist counts too: what the allowed modules import. */
+static bool module_allowed(const char *name, bool strict)
+{
+	if (module_match(name, in_allowlist))
+		return true;
+	for (size_t i = 0; i < PS_ARRAY_LEN(aliases); i++)
+		if (strcmp(name, aliases[i][0]) == 0 && module_match(aliases[i][1], in_allowlist))
+			return true;
+	if (strict)
+		return false;
+	/* codecs are looked up lazily by name (str.encode('idna')): tables, nothing more */
+	if (strncmp(name, "encodings", 9) == 0 && (name[9] == '\0' || name[9] == '.'))
+		return true;
+	return in_closure(name);
 }
 
 static bool under(const char *path, const char *prefix)
@@ -218,6 +251,8 @@ static void record(const char *layer, const char *event, const char *detail)
 	d->line = snippet_line();
 }
 
+static void remember_raised(void);
+
 static int deny(const char *event, const char *detail)
 {
 	record("audit", event, detail);
@@ -227,7 +262,13 @@ static int deny(const char *event, const char *detail)
 	else
 		PyErr_Format(PyExc_PermissionError, "pysnip: %s denied by policy '%s'", event,
 			     g.policy);
+	remember_raised();
 	return -1;
+}
+
+int ps_audit_deny(const char *event, const char *detail)
+{
+	return deny(event, detail);
 }
 
 PyObject *ps_audit_denials(PyObject *self, PyObject *unused)
@@ -247,31 +288,29 @@ PyObject *ps_audit_denials(PyObject *self, PyObject *unused)
 
 /* ---- imports ---- */
 
-/* via_import_func: called through builtins.__import__. The import machinery's own frames
- * only reach __import__ through C helpers for its own needs (io.open_code importing _io),
- * so an innermost importlib frame there is trusted; finder and "import" event calls always come
- * from importlib and look past it to whoever asked. */
-static int check_import(const char *name, int level, bool via_import_func)
+/* Remember an exception the hook raised, so the report can tell it from a look-alike. */
+static void remember_raised(void)
 {
-	if (!g.active)
-		return 0;
-	const char *why = NULL;
-	bool trusted = (via_import_func && caller_is_importlib()) || origin_trusted(true);
-	const char *last = strrchr(name, '.');
-	/* the last component too: an extension's init symbol comes from it (x._ctypes) */
-	if (module_match(name, ps_audit_denied_module) ||
-	    (last && ps_audit_denied_module(last + 1)))
-		why = "dangerous";
-	else if (!trusted && strcmp(name, "__main__") != 0 &&
-		 (level > 0 || !module_match(name, in_allowlist)))
-		why = "not allowed";
-	if (!why)
-		return 0;
-	/* The stdlib probing for an optional module (pdb for readline) sees it absent, as on a
-	 * platform without it: not a denial of the snippet's. If the snippet's own code fails
-	 * because of it, pyshim records the PolicyImportError that escapes. */
-	if (!trusted)
-		record("import", "import", name);
+	PyObject *t, *v, *tb;
+	PyErr_Fetch(&t, &v, &tb);
+	PyErr_NormalizeException(&t, &v, &tb);
+	if (v) {
+		size_t i = g.n_raised++ % MAX_RAISED;
+		Py_XSETREF(g.raised[i], Py_NewRef(v));
+	}
+	PyErr_Restore(t, v, tb);
+}
+
+bool ps_audit_raised_by_hook(PyObject *exc)
+{
+	for (size_t i = 0; exc && i < MAX_RAISED; i++)
+		if (g.raised[i] == exc)
+			return true;
+	return false;
+}
+
+static int raise_import_error(const char *name, const char *why)
+{
 	PyObject *msg = PyUnicode_FromFormat("pysnip: import of '%s' denied by policy '%s' (%s)",
 					     name, g.policy, why);
 	PyObject *mod = PyUnicode_FromString(name);
@@ -287,7 +326,59 @@ static int check_import(const char *name, int level, bool via_import_func)
 	Py_XDECREF(mod);
 	if (!PyErr_Occurred())
 		PyErr_NoMemory();
+	remember_raised();
 	return -1;
+}
+
+/* The rule is about the module, not about who imports it: the snippet may import its
+ * allowlist; anyone (the stdlib included, so no confused deputy helps) may load the closure
+ * of that allowlist; the dangerous modules nobody may. Who asks only picks between the two
+ * sets, and decides whether refusing a dangerous module is the snippet's denial or the stdlib
+ * probing for an optional one (pdb for readline), which sees it absent as on a platform
+ * without it.
+ *
+ * load: the module exists and is being created or run (exec of its code, create_dynamic,
+ * _imp guards). Otherwise it is only looked up (finder, __import__), and a lookup by the
+ * stdlib passes unless dangerous: a probe for a module that does not exist here (pickle's
+ * org.python.core) must find nothing, not a denial; one that does exist is checked when it
+ * loads. via_import_func: called through builtins.__import__, whose innermost importlib
+ * frame is the machinery serving its own needs. */
+static int check_import(const char *name, int level, bool via_import_func, bool load)
+{
+	if (!g.active)
+		return 0;
+	const char *why = NULL;
+	bool trusted = (via_import_func && caller_is_importlib()) || origin_trusted(true);
+	const char *last = strrchr(name, '.');
+	/* the last component too: an extension's init symbol comes from it (x._ctypes) */
+	if (module_match(name, ps_audit_denied_module) ||
+	    (last && ps_audit_denied_module(last + 1)))
+		why = "dangerous";
+	else if (trusted && !load)
+		why = NULL;
+	else if (strcmp(name, "__main__") != 0 && level == 0 && !module_allowed(name, !trusted))
+		why = "not allowed";
+	else if (level > 0 && !trusted)
+		why = "not allowed";
+	if (!why)
+		return 0;
+	bool probe = trusted && strcmp(why, "dangerous") == 0;
+	if (!probe)
+		record("import", "import", name);
+	if (load && !probe) {
+		/* past the finders (a module loaded by hand, a deputy's import): not an
+		 * ImportError that `except ImportError` would quietly absorb */
+		PyErr_Format(PyExc_PermissionError,
+			     "pysnip: import of '%s' denied by policy '%s' (%s)", name, g.policy, why);
+		remember_raised();
+		return -1;
+	}
+	return raise_import_error(name, why);
+}
+
+int ps_audit_check_module(const char *name)
+{
+	return check_import(name, 0, false, true);
 }
 
 static PyObject *import_wrapper(PyObject *self, PyObject *args, PyObject *kw)
@@ -299,7 +390,7 @@ static PyObject *import_wrapper(PyObject *self, PyObject *args, PyObject *kw)
 					 &locals, &fromlist, &level))
 		return NULL;
 	const char *s = PyUnicode_AsUTF8(name);
-	if (!s || check_import(s, level, true) < 0)
+	if (!s || check_import(s, level, true, false) < 0)
 		return NULL;
 	return PyObject_Call(g.orig_import, args, kw);
 }
@@ -310,7 +401,7 @@ static PyObject *finder_find_spec(PyObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "U|OO:find_spec", &name, &path, &target))
 		return NULL;
 	const char *s = PyUnicode_AsUTF8(name);
-	if (!s || check_import(s, 0, false) < 0)
+	if (!s || check_import(s, 0, false, false) < 0)
 		return NULL;
 	Py_RETURN_NONE;	/* allowed: the next finder does the work */
 }
@@ -458,9 +549,17 @@ static int resolve(const char *path, int dir_fd, char *out)
 	return 0;
 }
 
+bool ps_audit_fd_protected(int fd)
+{
+	for (size_t i = 0; i < PS_ARRAY_LEN(g.protected_fds); i++)
+		if (fd >= 0 && fd == g.protected_fds[i])
+			return true;
+	return false;
+}
+
 static bool fd_ok(int fd)
 {
-	return fd != g.report_fd;
+	return !ps_audit_fd_protected(fd);
 }
 
 /* 0 allowed, -1 denied (exception set). want_write: the writable set, else the readable one. */
@@ -472,7 +571,7 @@ static int check_path(const char *event, PyObject *args, Py_ssize_t idx, Py_ssiz
 	PyObject *o = PyTuple_GET_SIZE(args) > idx ? PyTuple_GET_ITEM(args, idx) : NULL;
 	enum path_kind k = path_arg(o, given, sizeof(given), &fd);
 	if (k == PATH_FD)
-		return fd_ok(fd) ? 0 : deny(event, "report fd");
+		return fd_ok(fd) ? 0 : deny(event, "pysnip channel fd");
 	if (k == PATH_BAD)
 		return deny(event, "<path-like object>");
 	if (dirfd_idx >= 0 && PyTuple_GET_SIZE(args) > dirfd_idx) {
@@ -487,6 +586,47 @@ static int check_path(const char *event, PyObject *args, Py_ssize_t idx, Py_ssiz
 	if (!want_write && !ok)
 		ok = in_set(&g.readable, full);
 	return ok ? 0 : deny(event, given);
+}
+
+/* The directories on the way to a granted path (/, /usr, /tmp): their metadata says nothing
+ * the policy does not already. */
+static bool ancestor_of(const struct path_set *s, const char *path)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (under(s->items[i], path))
+			return true;
+	return false;
+}
+
+/* os.stat, lstat, access: Landlock has no right for metadata, so this layer alone keeps the
+ * snippet from probing the host's files (their size, owner, times, existence). */
+int ps_audit_check_stat(const char *event, PyObject *path, PyObject *dir_fd)
+{
+	char given[PATH_MAX], full[PATH_MAX], detail[PATH_MAX + 64];
+	int fd = -1, dfd = -1;
+	if (!g.active)
+		return 0;
+	enum path_kind k = path_arg(path, given, sizeof(given), &fd);
+	if (k == PATH_FD)
+		return 0;	/* an open fd: the open was checked */
+	if (k == PATH_BAD)
+		return deny(event, "<path-like object>");
+	if (dir_fd && dir_fd != Py_None && PyLong_Check(dir_fd))
+		dfd = PyLong_AsLong(dir_fd);
+	PyErr_Clear();
+	if (resolve(given, dfd, full) == 0 &&
+	    (in_set(&g.readable, full) || in_set(&g.writable, full) ||
+	     (g.scratch[0] && (under(full, g.scratch) || under(g.scratch, full))) ||
+	     ancestor_of(&g.readable, full) || ancestor_of(&g.writable, full)))
+		return 0;
+	snprintf(detail, sizeof(detail), "%s", given);
+	record("audit", event, detail);
+	PyErr_Format(PyExc_PermissionError,
+		     "pysnip: %s('%s') denied by policy '%s' (metadata outside the readable paths; "
+		     "Landlock has no right for stat, so the Python layer refuses it)",
+		     event, given, g.policy);
+	remember_raised();
+	return -1;
 }
 
 /* ---- events ---- */
@@ -562,15 +702,85 @@ static int ev_kill(const char *ev, PyObject *args)
 	return deny(ev, d);
 }
 
+/* The module a file is, by its path under a trusted directory (stdlib/json/decoder.py ->
+ * json.decoder, lib-dynload/_socket.cpython-311-x86_64-linux-gnu.so -> _socket). False when
+ * the file is not under one (the snippet's own code, scratch modules: not the stdlib). */
+static bool module_of_file(const char *fn, char *out, size_t n)
+{
+	if (strncmp(fn, "<frozen ", 8) == 0) {
+		snprintf(out, n, "%.*s", (int)(strlen(fn + 8) ? strlen(fn + 8) - 1 : 0), fn + 8);
+		return out[0] != '\0';
+	}
+	for (size_t i = g.trusted.n; i-- > 0;) {	/* lib-dynload before the stdlib around it */
+		const char *dir = g.trusted.items[i];
+		if (fn[0] != '/' || !under(fn, dir) || fn[strlen(dir)] != '/')
+			continue;
+		const char *rel = fn + strlen(dir) + 1;
+		if (i == 1) {	/* lib-dynload: the stem names the module (init symbol PyInit_stem) */
+			snprintf(out, n, "%.*s", (int)strcspn(rel, "."), rel);
+			return true;
+		}
+		snprintf(out, n, "%s", rel);
+		char *dot = strrchr(out, '.');
+		if (dot && strchr(dot, '/') == NULL)
+			*dot = '\0';
+		size_t len = strlen(out);
+		if (len >= 9 && strcmp(out + len - 9, "/__init__") == 0)
+			out[len - 9] = '\0';
+		for (char *p = out; *p; p++)
+			if (*p == '/')
+				*p = '.';
+		return i == 0;	/* policy python paths: third-party trees, not the stdlib's closure */
+	}
+	return false;
+}
+
 static int ev_import(const char *ev, PyObject *args)
 {
 	PyObject *name = PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
+	PyObject *file = PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
 	const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
 	if (!s) {
 		PyErr_Clear();
 		return 0;
 	}
-	return check_import(s, 0, false);
+	bool has_file = PyTuple_GET_SIZE(args) > 1 && PyTuple_GET_ITEM(args, 1) != Py_None;
+	if (check_import(s, 0, false, has_file) < 0)
+		return -1;
+	/* _imp.create_dynamic: the file decides what gets loaded, whatever the name says */
+	const char *f = file && PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : NULL;
+	char real[PATH_MAX], mod[256] = "";
+	if (!f) {
+		PyErr_Clear();
+		return 0;
+	}
+	if (!realpath(f, real))
+		snprintf(real, sizeof(real), "%s", f);
+	bool std = module_of_file(real, mod, sizeof(mod));
+	if (!std && !in_set(&g.trusted, real)) {
+		record("import", "import", f);
+		return raise_import_error(f, "not a module of the stdlib or the policy's paths");
+	}
+	return std && mod[0] ? check_import(mod, 0, false, true) : 0;
+}
+
+/* Code about to run: a module body (or any code object) whose file is in the stdlib counts as
+ * that module being imported, however it was loaded (SourceFileLoader by hand, importlib's
+ * pure-Python __import__ with the finder removed, source_to_code under a stdlib name). */
+static int ev_exec(const char *ev, PyObject *args)
+{
+	PyObject *co = PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
+	char mod[256];
+	if (!co || !PyCode_Check(co))
+		return 0;
+	const char *fn = PyUnicode_AsUTF8(((PyCodeObject *)co)->co_filename);
+	if (!fn) {
+		PyErr_Clear();
+		return 0;
+	}
+	if (!module_of_file(fn, mod, sizeof(mod)))
+		return 0;
+	return check_import(mod, 0, false, true);
 }
 
 /* marshal data becomes code: only the import system may do that. */
@@ -608,6 +818,7 @@ struct event_rule {
 static const struct event_rule rules[] = {
 	{ "open", ev_open },
 	{ "import", ev_import },
+	{ "exec", ev_exec },
 	{ "os.listdir", ev_read0 },
 	{ "os.scandir", ev_read0 },
 	{ "os.chdir", ev_read0 },
@@ -779,7 +990,48 @@ void ps_audit_set_scratch(const char *dir)
 		snprintf(g.scratch, sizeof(g.scratch), "%s", dir);
 }
 
-void ps_audit_set_report_fd(int fd)
+void ps_audit_protect_fd(int fd)
 {
-	g.report_fd = fd;
+	for (size_t i = 0; i < PS_ARRAY_LEN(g.protected_fds); i++) {
+		if (g.protected_fds[i] == fd)
+			return;
+		if (g.protected_fds[i] < 0) {
+			g.protected_fds[i] = fd;
+			return;
+		}
+	}
+}
+
+static int set_sorted(char ***v, size_t *n, PyObject *names)
+{
+	PyObject *seq = PySequence_Fast(names, "a list of module names");
+	if (!seq)
+		return -1;
+	Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+	char **w = calloc((size_t)k + 1, sizeof(char *));
+	size_t m = 0;
+	for (Py_ssize_t i = 0; w && i < k; i++) {
+		const char *s = PyUnicode_Check(PySequence_Fast_GET_ITEM(seq, i)) ?
+			PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i)) : NULL;
+		if (!s || !(w[m++] = strdup(s))) {
+			Py_DECREF(seq);
+			if (!PyErr_Occurred())
+				PyErr_NoMemory();
+			return -1;	/* the partial copy is dropped with the process */
+		}
+	}
+	Py_DECREF(seq);
+	if (!w) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	qsort(w, m, sizeof(char *), cmp_str);
+	*v = w;
+	*n = m;
+	return 0;
+}
+
+int ps_audit_set_closure(PyObject *names)
+{
+	return set_sorted(&g.closure, &g.n_closure, names);
 }

@@ -23,9 +23,29 @@ int ps_audit_configure(const struct ps_interp_opts *o, const char *stdlib_dir,
 /* Start enforcing (the end of init): from here on every event is checked. */
 void ps_audit_activate(void);
 
-/* Child: the per-run scratch directory and the report fd (never writable by the snippet). */
+/* Child: the per-run scratch directory. */
 void ps_audit_set_scratch(const char *dir);
-void ps_audit_set_report_fd(int fd);
+
+/* A descriptor of pysnip's own (status, report): the snippet may not close, replace or wrap it. */
+void ps_audit_protect_fd(int fd);
+bool ps_audit_fd_protected(int fd);
+
+/* The closure of the allowlist: every module the allowed ones import (exact names), which the
+ * stdlib may import on the snippet's behalf. 0, or -1 with an exception set. */
+int ps_audit_set_closure(PyObject *names);
+
+/* Whether exc is an exception the hook itself raised (a denial), not a look-alike. */
+bool ps_audit_raised_by_hook(PyObject *exc);
+
+/* For the guards in pyguard.c: 0 allowed, -1 denied with the exception set and recorded. */
+int ps_audit_check_module(const char *name);
+int ps_audit_check_stat(const char *event, PyObject *path, PyObject *dir_fd);
+int ps_audit_deny(const char *event, const char *detail);
+
+/* After init, before activation: replace the functions of posix and _imp that can close the
+ * channels, re-create modules or load code past the finder with checked wrappers.
+ * 0, or -1 with an exception set. */
+int ps_guard_install(void);
 
 /* Objects pyshim installs: builtins.__import__ replacement and a meta_path finder.
  * New references; NULL with an exception on failure. */

@@ -9,11 +9,15 @@
 #include <marshal.h>
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "interp.h"
@@ -29,6 +33,7 @@ static struct {
 	char scratch[PATH_MAX];
 	PyObject *shim;		/* pyshim's namespace (in no sys.modules entry) */
 	PyObject *compile;	/* builtins.compile, kept before any snippet can replace it */
+	int recursion_limit;	/* as init left it: the snippet may lower it, finish() needs it */
 } st;
 
 /* Written when even the report cannot be built (memory exhausted): no allocation needed. */
@@ -149,8 +154,18 @@ static int start_python(char *err, size_t errlen)
 		s = PyConfig_SetString(&c, &c.program_name, L"/proc/self/exe");
 	if (!PyStatus_Exception(s))
 		s = PyConfig_SetArgv(&c, 1, argv);
-	if (!PyStatus_Exception(s))
+	if (!PyStatus_Exception(s)) {
+		/* posix.environ (and so os.environ) is built from the C environment during init:
+		 * build it from nothing, so the host's variables (tokens, paths) never reach the
+		 * snippet; pyshim sets the few a run needs. The host's own C code keeps its
+		 * environment; the worker clears it before the snippet (ps_interp_run). */
+		extern char **environ;
+		char **host_env = environ;
+		static char *no_env[] = { NULL };
+		environ = no_env;
 		s = Py_InitializeFromConfig(&c);
+		environ = host_env;
+	}
 	PyConfig_Clear(&c);
 	PyMem_RawFree(home);
 	if (PyStatus_Exception(s)) {
@@ -203,8 +218,11 @@ static int load_pyshim(void)
 		(const char *)ps_pyshim_blob, (Py_ssize_t)(ps_pyshim_blob_end - ps_pyshim_blob));
 	if (!mods || !PyList_Check(mods))
 		goto fail;
-	st.shim = Py_BuildValue("{sNsssO}", "_denials", PyCFunction_NewEx(&denials_def, NULL, NULL),
-				"__name__", "pysnip_shim", "__builtins__", PyEval_GetBuiltins());
+	/* a private copy of builtins: a snippet that rebinds builtins.isinstance or str cannot
+	 * steer how its report is built */
+	st.shim = Py_BuildValue("{sNsssN}", "_denials", PyCFunction_NewEx(&denials_def, NULL, NULL),
+				"__name__", "pysnip_shim", "__builtins__",
+				PyDict_Copy(PyEval_GetBuiltins()));
 	if (!st.shim)
 		goto fail;
 	for (Py_ssize_t i = 0; i < PyList_GET_SIZE(mods); i++) {
@@ -259,6 +277,10 @@ static int setup_shim(const struct ps_interp_opts *o)
 		r = shim_call("setup", Py_BuildValue("(OOOO)", o->python_layer ? Py_True : Py_False,
 						     mods, imp ? imp : Py_None,
 						     finder ? finder : Py_None));
+	/* setup() answers with the closure of the allowlist; guards go in before any other
+	 * module (os) copies the functions they replace */
+	if (r && o->python_layer && (ps_audit_set_closure(r) < 0 || ps_guard_install() < 0))
+		Py_CLEAR(r);
 	if (r && o->preimport)
 		Py_SETREF(r, shim_call("preimport", Py_BuildValue("(O)", mods)));
 	Py_XDECREF(mods);
@@ -315,6 +337,7 @@ int ps_interp_init(const struct ps_interp_opts *o, char *err, size_t errlen)
 	}
 	if (o->python_layer)
 		ps_audit_activate();
+	st.recursion_limit = Py_GetRecursionLimit();
 	st.ready = true;
 	return 0;
 }
@@ -366,19 +389,57 @@ void ps_interp_set_report_token(const char *token)
 }
 
 /* The report, behind the run's token: the token lives only in C memory, so a snippet that
- * writes its own "report" to the channel cannot make the parent take it. */
-static void write_report(int fd, const char *buf, size_t len)
+ * writes its own "report" to the channel cannot make the parent take it. Written to the
+ * private copy of the channel first (the snippet may have closed or replaced fd 4 by native
+ * means), then to the channel itself. */
+static void write_report(int fd, int priv, const char *buf, size_t len)
 {
-	if (report_token[0]) {
-		ps_write_all(fd, report_token, strlen(report_token));
-		ps_write_all(fd, "\n", 1);
+	int fds[] = { priv, fd };
+	for (size_t i = 0; i < PS_ARRAY_LEN(fds); i++) {
+		int fl = fds[i] >= 0 ? fcntl(fds[i], F_GETFL) : -1;
+		if (fl < 0)
+			continue;
+		if (fl & O_NONBLOCK)	/* os.set_blocking(4, False) must not cut the report */
+			fcntl(fds[i], F_SETFL, fl & ~O_NONBLOCK);
+		if (report_token[0] && (ps_write_all(fds[i], report_token, strlen(report_token)) < 0 ||
+					ps_write_all(fds[i], "\n", 1) < 0))
+			continue;
+		if (ps_write_all(fds[i], buf, len) == 0)
+			return;
 	}
-	ps_write_all(fd, buf, len);
+}
+
+/* A copy of the report channel at the top of the descriptor table, taken before the snippet
+ * runs: out of the way of the snippet's own descriptors and of fd exhaustion. */
+static int private_report_fd(int fd)
+{
+	struct rlimit rl;
+	int hi = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64 && rl.rlim_cur < 65536 ?
+			 (int)rl.rlim_cur - 1 : 63;
+	int priv = fcntl(fd, F_DUPFD_CLOEXEC, hi);
+	if (priv < 0)
+		priv = fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
+	return priv;
+}
+
+/* What the snippet may have left broken that building the report needs. */
+static void restore_for_report(void)
+{
+	PyEval_SetTrace(NULL, NULL);	/* its tracer or profiler must not watch */
+	PyEval_SetProfile(NULL, NULL);
+	Py_SetRecursionLimit(st.recursion_limit > 0 ? st.recursion_limit : 1000);
 }
 
 int ps_interp_run(const char *code, size_t len, int report_fd)
 {
-	ps_audit_set_report_fd(report_fd);
+	/* Nothing of the host's environment is left for os.putenv/getenv or a fresh posix. */
+	clearenv();
+	/* pysnip's channels: the worker's sit between stdio and the report fd */
+	for (int fd = 3; fd <= report_fd; fd++)
+		ps_audit_protect_fd(fd);
+	int priv = private_report_fd(report_fd);
+	if (priv >= 0)
+		ps_audit_protect_fd(priv);
 	PyObject *globals = shim_call("begin", Py_BuildValue("(s)", st.scratch));
 	/* a view, not a copy: a 100 MB snippet must not cost 100 MB more */
 	PyObject *src = globals ? PyMemoryView_FromMemory((char *)code, (Py_ssize_t)len, PyBUF_READ)
@@ -388,25 +449,24 @@ int ps_interp_run(const char *code, size_t len, int report_fd)
 		exc = run_snippet(globals, src);
 	else
 		exc = fetch_exception();
-	/* the snippet's tracer or profiler must not watch the report being built */
-	PyEval_SetTrace(NULL, NULL);
-	PyEval_SetProfile(NULL, NULL);
+	restore_for_report();
 	if (exc && PyErr_GivenExceptionMatches(exc, PyExc_MemoryError) && globals)
 		PyDict_Clear(globals);	/* give the memory back before building the report */
-	PyObject *r = shim_call("finish", Py_BuildValue("(OO)", exc ? exc : Py_None,
-							src ? src : Py_None));
+	PyObject *r = shim_call("finish", Py_BuildValue("(OOO)", exc ? exc : Py_None,
+							src ? src : Py_None,
+							ps_audit_raised_by_hook(exc) ? Py_True : Py_False));
 	int rc = 1;
 	if (r && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2 &&
 	    PyBytes_Check(PyTuple_GET_ITEM(r, 0))) {
 		PyObject *b = PyTuple_GET_ITEM(r, 0);
 		rc = (int)PyLong_AsLong(PyTuple_GET_ITEM(r, 1));
-		write_report(report_fd, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+		write_report(report_fd, priv, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
 	} else {
 		bool oom = PyErr_ExceptionMatches(PyExc_MemoryError) ||
 			   (exc && PyErr_GivenExceptionMatches(exc, PyExc_MemoryError));
 		PyErr_Clear();
 		const char *fb = oom ? fallback_report : fallback_internal;
-		write_report(report_fd, fb, strlen(fb));
+		write_report(report_fd, priv, fb, strlen(fb));
 	}
 	Py_XDECREF(r);
 	Py_XDECREF(exc);

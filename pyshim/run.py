@@ -8,10 +8,15 @@ import sys
 
 def setup(python_layer, modules, import_func, finder):
     """Install the import policy (the C __import__ wrapper and a meta_path finder, both from
-    host/audit.c). With the python layer off nothing is installed."""
+    host/audit.c). With the python layer off nothing is installed. Returns the closure of the
+    allowlist: every module that importing an allowed one loads (see closure.py)."""
     if python_layer:
         builtins.__import__ = import_func
         sys.meta_path.insert(0, finder)
+    closure = set(sys.modules)  # loaded by init: the probe that made closure.py had them too
+    for name in modules:
+        closure.update(_CLOSURE.get(name.partition(".")[0], "").split())
+    return sorted(closure)
 
 
 def preimport(modules):
@@ -53,8 +58,9 @@ def _flush():
             pass
 
 
-def finish(exc, src):
-    """(report bytes, exit code): 0 finished, 1 uncaught exception, n for SystemExit(n)."""
+def finish(exc, src, denied):
+    """(report bytes, exit code): 0 finished, 1 uncaught exception, n for SystemExit(n).
+    denied: exc is an exception the C audit hook raised itself (not a look-alike)."""
     exc_info, kind, code, sys_code, memory_error = None, "ok", 0, None, False
     if exc is not None and isinstance(exc, SystemExit):
         kind, c = "system_exit", exc.code
@@ -74,6 +80,8 @@ def finish(exc, src):
         kind, code = "exception", 1
         memory_error = isinstance(exc, MemoryError)
         exc_info = _describe(exc, src)
+        if denied:
+            exc_info["denied"] = True
     threading = sys.modules.get("threading")
     if threading is not None:  # as at interpreter exit: wait for non-daemon threads
         try:

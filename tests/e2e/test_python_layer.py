@@ -379,3 +379,40 @@ def test_sys_path_is_pinned():
     assert_ok(run("import sys\nprint(sys.path, sys.flags.isolated, sys.flags.no_site, "
                   "sys.dont_write_bytecode)"),
               "['/usr/lib/python3.11', '/usr/lib/python3.11/lib-dynload'] 1 1 True\n")
+
+
+# --- hardening: environment, metadata, channels, deputies --------------------------------
+
+def test_host_environment_not_visible(monkeypatch):
+    monkeypatch.setenv("PYSNIP_TEST_CANARY", "c4n4ry")
+    v = run("import os, sys\nprint(sorted(os.environ), sorted(sys.modules['posix'].environ))")
+    assert_ok(v, "['HOME', 'TMPDIR'] [b'HOME', b'TMPDIR']\n")
+
+
+def test_stat_outside_readable_denied(secret):
+    v = run("import os\nos.stat(%r)" % str(secret))
+    assert_denied(v, "audit", "os.stat", 2, str(secret))
+    assert "Landlock has no right for stat" in v["exception"]["message"]
+    assert_ok(run("import os\nopen('f', 'w').close()\nprint(os.stat('f').st_size, "
+                  "os.path.isdir('/usr/lib/python3.11'))"), "0 True\n")
+
+
+def test_channels_cannot_be_closed_or_replaced():
+    for code, event in (("import os\nos.close(4)", "os.close"),
+                        ("import os\nos.dup2(1, 4)", "os.dup2"),
+                        ("import os\nos.close(3)", "os.close")):
+        assert_denied(run(code), "audit", event, 2)
+    # positive control: closing everything else is fine, and the report still arrives
+    assert_ok(run("import os\nr, w = os.pipe()\nos.closerange(3, 1000)\nprint('done')"), "done\n")
+
+
+def test_stdlib_deputy_import_denied():
+    v = run("import pickle\npickle._loads(b'czipfile\\nZipFile\\n.')")
+    assert_denied(v, "import", "import", 2, "zipfile")
+
+
+def test_denied_flag_only_for_the_hooks_own_exceptions(secret):
+    v = run("open(%r)" % str(secret))
+    assert v["exception"].get("denied") is True
+    v = run("raise PermissionError(\"pysnip: open('/x') denied by policy 'default'\")")
+    assert v["status"] == "exception" and "denied" not in v["exception"], v
