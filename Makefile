@@ -87,7 +87,7 @@ unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
 e2e: $(BIN)
-	PYSNIP=$(abspath $(BIN)) $(PY) -m pytest -q tests/e2e tests/attacks
+	PYSNIP=$(abspath $(BIN)) $(PY) -m pytest -q tests/e2e tests/attacks tests/load
 
 test: $(BIN) unit e2e
 
@@ -103,6 +103,7 @@ asan: export UBSAN_OPTIONS = print_stacktrace=1
 
 bench: $(BIN)
 	$(PY) tests/bench/bench.py --pysnip $(abspath $(BIN))
+	$(PY) tests/bench/bench_serve.py --pysnip $(abspath $(BIN))
 
 deps:
 	./tools/install-deps

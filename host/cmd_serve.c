@@ -20,7 +20,7 @@
 #include "util.h"
 #include "zygote.h"
 
-enum { DEFAULT_QUEUE = 64, MAX_POLICIES = 16, MAX_RUNNERS = 8 };
+enum { DEFAULT_QUEUE = 64, MAX_POLICIES = 16 };
 
 static const char *const default_policies[] = { "default", "strict", "notebook" };
 
@@ -266,7 +266,8 @@ static int serve(struct serve *sv, const struct ps_opts *o, struct ps_server_con
 	char err[512];
 	int sig;
 
-	if (start_zygotes(sv, o, cfg->workers < MAX_RUNNERS ? cfg->workers : MAX_RUNNERS) < 0)
+	/* workers + 1 runners per zygote: one is idle even when every worker runs its policy. */
+	if (start_zygotes(sv, o, cfg->workers + 1) < 0)
 		return PS_EXIT_INTERNAL;
 	if (pthread_create(&mon, NULL, monitor, sv)) {
 		ps_err("pthread_create(monitor): failed");

@@ -1,17 +1,15 @@
-/* The HTTP front of `pysnip serve`: routes, auth, request parsing, admission, metrics.
+/* The HTTP front of `pysnip serve`: routes, auth, admission, runs, metrics (request bodies are
+ * parsed in server_request.c).
  * libmicrohttpd runs a thread per connection; a request's thread blocks while its zygote runs
  * the snippet, so admission (workers + bounded queue, else 429) is what bounds the load. */
 #include "server.h"
 
-#include <cJSON.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "result.h"
@@ -50,6 +48,7 @@ struct req {
 	bool too_big;
 	uint64_t start_us;
 	const char *allow;	/* the method a 405 names */
+	bool tracked;		/* counted in active until its answer is sent */
 };
 
 /* ---------------------------------------------------------------- admission */
@@ -146,205 +145,22 @@ static enum MHD_Result respond_error(struct ps_server *s, struct MHD_Connection 
 				     struct req *rq, unsigned code, const char *field,
 				     const char *reason)
 {
-	cJSON *o = cJSON_CreateObject();
-	char *text = NULL, *body = NULL;
+	char *r = ps_json_quote_bytes(reason, strlen(reason));
+	char *f = field ? ps_json_quote_bytes(field, strlen(field)) : NULL;
+	char *body = NULL;
 
-	if (o) {
-		cJSON_AddStringToObject(o, "error", reason);
-		if (field)
-			cJSON_AddStringToObject(o, "field", field);
-		else
-			cJSON_AddNullToObject(o, "field");
-		text = cJSON_PrintUnformatted(o);
-		cJSON_Delete(o);
-	}
-	if (text && asprintf(&body, "%s\n", text) < 0)
+	if (r && (f || !field) &&
+	    asprintf(&body, "{\"error\":%s,\"field\":%s}\n", r, f ? f : "null") < 0)
 		body = NULL;
-	free(text);
+	free(r);
+	free(f);
 	return respond(s, c, rq, code, body, "application/json");
-}
-
-/* ---------------------------------------------------------------- request parsing */
-
-struct job {
-	size_t policy;		/* index into cfg.policies */
-	const char *code;
-	size_t code_len;
-	const char **stdins;	/* one run per entry; NULL entry: empty stdin */
-	size_t n;
-	struct ps_limits limits;
-	bool batch;
-	bool stdins_owned;
-};
-
-struct bad {
-	char field[64];
-	char reason[512];
-};
-
-static int bad(struct bad *b, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int bad(struct bad *b, const char *field, const char *fmt, ...)
-{
-	va_list ap;
-
-	snprintf(b->field, sizeof(b->field), "%s", field);
-	va_start(ap, fmt);
-	vsnprintf(b->reason, sizeof(b->reason), fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-static int parse_policy(struct ps_server *s, const cJSON *v, struct job *j, struct bad *b)
-{
-	char served[256] = "";
-
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsString(v))
-		return bad(b, "policy", "policy: must be a string");
-	for (size_t i = 0; i < s->cfg.n; i++) {
-		if (!strcmp(s->cfg.policies[i].name, v->valuestring)) {
-			j->policy = i;
-			return 0;
-		}
-		snprintf(served + strlen(served), sizeof(served) - strlen(served), "%s%s",
-			 i ? ", " : "", s->cfg.policies[i].name);
-	}
-	return bad(b, "policy", "policy: '%.64s' is not served here (served: %s)",
-		   v->valuestring, served);
-}
-
-/* Each limit may only tighten the policy's (ps_policy_override with tighten_only). */
-static int parse_limits(struct ps_server *s, const cJSON *v, struct job *j, struct bad *b)
-{
-	struct ps_policy tmp = s->cfg.policies[j->policy];	/* only .limits is written */
-	const cJSON *it;
-	char field[64], num[64], err[512];
-
-	j->limits = tmp.limits;
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsObject(v))
-		return bad(b, "limits", "limits: must be an object like {\"wall\": \"2s\"}");
-	cJSON_ArrayForEach(it, v) {
-		const char *val = num;
-
-		snprintf(field, sizeof(field), "limits.%.50s", it->string);
-		if (cJSON_IsString(it))
-			val = it->valuestring;
-		else if (cJSON_IsNumber(it) && it->valuedouble >= 0 && it->valuedouble < 1e15)
-			snprintf(num, sizeof(num), "%.17g", it->valuedouble);
-		else
-			return bad(b, field, "%s: must be a string like \"2s\" or \"64M\", or a "
-				   "non-negative number (seconds or bytes)", field);
-		if (ps_policy_override(&tmp, field, val, true, err, sizeof(err)) < 0)
-			return bad(b, field, "%s", err);
-	}
-	j->limits = tmp.limits;
-	return 0;
-}
-
-static int parse_stdin(const cJSON *v, struct job *j, struct bad *b)
-{
-	static const char *const empty[1] = { NULL };
-
-	if (!j->batch) {
-		j->n = 1;
-		if (!v || cJSON_IsNull(v)) {
-			j->stdins = (const char **)empty;
-			return 0;
-		}
-		if (!cJSON_IsString(v))
-			return bad(b, "stdin", "stdin: must be a string or null");
-		j->stdins = malloc(sizeof(*j->stdins));
-		if (!j->stdins)
-			return bad(b, "stdin", "out of memory");
-		j->stdins_owned = true;
-		j->stdins[0] = v->valuestring;
-		return 0;
-	}
-	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1)
-		return bad(b, "stdin", "stdin: a batch needs a non-empty list of strings");
-	j->n = (size_t)cJSON_GetArraySize(v);
-	if (j->n > PS_SERVE_BATCH_MAX)
-		return bad(b, "stdin", "stdin: at most %d inputs in one batch", PS_SERVE_BATCH_MAX);
-	j->stdins = calloc(j->n, sizeof(*j->stdins));
-	if (!j->stdins)
-		return bad(b, "stdin", "out of memory");
-	j->stdins_owned = true;
-	for (size_t i = 0; i < j->n; i++) {
-		const cJSON *e = cJSON_GetArrayItem(v, (int)i);
-		char f[32];
-
-		if (!cJSON_IsString(e)) {
-			snprintf(f, sizeof(f), "stdin[%zu]", i);
-			return bad(b, f, "%s: must be a string", f);
-		}
-		j->stdins[i] = e->valuestring;
-	}
-	return 0;
-}
-
-static const char *const known_keys[] = { "code", "stdin", "policy", "limits" };
-
-static int parse_job(struct ps_server *s, const cJSON *root, struct job *j, struct bad *b)
-{
-	const cJSON *it, *code;
-
-	if (!cJSON_IsObject(root))
-		return bad(b, "", "body: must be a JSON object");
-	cJSON_ArrayForEach(it, root) {
-		bool known = false;
-
-		for (size_t i = 0; i < PS_ARRAY_LEN(known_keys); i++)
-			known |= !strcmp(it->string, known_keys[i]);
-		if (!known)
-			return bad(b, it->string, "%.50s: unknown field (known: code, stdin, policy, "
-				   "limits)", it->string);
-	}
-	code = cJSON_GetObjectItemCaseSensitive(root, "code");
-	if (!cJSON_IsString(code))
-		return bad(b, "code", "code: required, a string of Python source");
-	j->code = code->valuestring;
-	j->code_len = strlen(code->valuestring);
-	if (parse_policy(s, cJSON_GetObjectItemCaseSensitive(root, "policy"), j, b) < 0 ||
-	    parse_limits(s, cJSON_GetObjectItemCaseSensitive(root, "limits"), j, b) < 0)
-		return -1;
-	return parse_stdin(cJSON_GetObjectItemCaseSensitive(root, "stdin"), j, b);
-}
-
-/* What cJSON would let through but we must not: bytes that are not UTF-8 (JSON is UTF-8), and
- * a \u0000 escape (a C string would silently end there, changing the code). */
-static const char *body_problem(const char *b, size_t len)
-{
-	for (size_t i = 0; i < len;) {
-		unsigned char c = (unsigned char)b[i];
-		size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
-			 : (c & 0xf8) == 0xf0 ? 4 : 0;
-
-		if (!n || i + n > len || (n == 2 && c < 0xc2))
-			return "body: not valid UTF-8";
-		for (size_t k = 1; k < n; k++)
-			if (((unsigned char)b[i + k] & 0xc0) != 0x80)
-				return "body: not valid UTF-8";
-		if (c == '\\' && i + 6 <= len && !strncasecmp(b + i + 1, "u0000", 5)) {
-			size_t bs = 0;
-
-			while (bs <= i && b[i - bs] == '\\')
-				bs++;
-			if (bs % 2)
-				return "body: \\u0000 (NUL) in a string is not supported";
-		}
-		i += n;
-	}
-	return NULL;
 }
 
 /* ---------------------------------------------------------------- runs */
 
 /* One run on the job's zygote: the verdict JSON (malloc'd); *status its enum ps_status. */
-static char *run_one(struct ps_server *s, const struct job *j, size_t i, unsigned slot,
+static char *run_one(struct ps_server *s, const struct ps_job *j, size_t i, unsigned slot,
 		     int *status)
 {
 	struct ps_policy *p = &s->cfg.policies[j->policy];
@@ -374,7 +190,7 @@ static void count_status(struct ps_server *s, int status)
 }
 
 /* Run every input; a batch's verdicts go in a JSON list. 500 when the host failed a run. */
-static char *run_job(struct ps_server *s, const struct job *j, unsigned slot, unsigned *code)
+static char *run_job(struct ps_server *s, const struct ps_job *j, unsigned slot, unsigned *code)
 {
 	char *out = NULL;
 	size_t len = 0;
@@ -406,21 +222,18 @@ static char *run_job(struct ps_server *s, const struct job *j, unsigned slot, un
 static enum MHD_Result handle_run(struct ps_server *s, struct MHD_Connection *c, struct req *rq,
 				  bool batch)
 {
-	struct job j = { .batch = batch };
-	struct bad b = { "", "" };
-	const char *problem;
-	cJSON *root;
+	struct ps_job j;
+	struct ps_bad b = { "", "" };
 	enum MHD_Result ret;
 	unsigned slot = 0, code = MHD_HTTP_INTERNAL_SERVER_ERROR;
 	char *body;
 
-	if (rq->len && (problem = body_problem(rq->body, rq->len)))
-		return respond_error(s, c, rq, MHD_HTTP_BAD_REQUEST, "", problem);
-	root = cJSON_ParseWithLength(rq->body ? rq->body : "", rq->len);
-	if (!root)
-		return respond_error(s, c, rq, MHD_HTTP_BAD_REQUEST, "",
-				     "body: not valid JSON (code and stdin must be valid UTF-8)");
-	if (parse_job(s, root, &j, &b) < 0) {
+	/* Drain waits for this run's answer to be sent, not only for the run. */
+	pthread_mutex_lock(&s->mu);
+	s->active++;
+	rq->tracked = true;
+	pthread_mutex_unlock(&s->mu);
+	if (ps_job_parse(rq->body, rq->len, batch, s->cfg.policies, s->cfg.n, &j, &b) < 0) {
 		ret = respond_error(s, c, rq, MHD_HTTP_BAD_REQUEST, b.field, b.reason);
 		goto out;
 	}
@@ -440,9 +253,7 @@ static enum MHD_Result handle_run(struct ps_server *s, struct MHD_Connection *c,
 	release(s, slot);
 	ret = respond(s, c, rq, code, body, "application/json");
 out:
-	if (j.stdins_owned)
-		free(j.stdins);
-	cJSON_Delete(root);
+	ps_job_free(&j);
 	return ret;
 }
 
@@ -649,9 +460,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
+	struct ps_server *s = cls;
 	struct req *rq = *con_cls;
 
 	if (rq) {
+		if (rq->tracked) {
+			pthread_mutex_lock(&s->mu);
+			s->active--;
+			pthread_cond_broadcast(&s->cv);
+			pthread_mutex_unlock(&s->mu);
+		}
 		free(rq->body);
 		free(rq);
 	}
@@ -677,7 +495,9 @@ int ps_server_start(const struct ps_server_config *cfg, struct ps_server **out, 
 				cfg->listen_fd, MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED,
 				on_completed, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
-				MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+				MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+				/* a thread per connection: small stacks, the handlers are shallow */
+				MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 << 10), MHD_OPTION_END);
 	if (!s->d) {
 		snprintf(err, errlen, "MHD_start_daemon: failed (see messages above)");
 		free(s->slot_used);
@@ -699,7 +519,7 @@ void ps_server_drain(struct ps_server *s)
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);
 	pthread_mutex_lock(&s->mu);
-	while (s->busy || s->waiting)
+	while (s->busy || s->waiting || s->active)
 		pthread_cond_wait(&s->cv, &s->mu);
 	pthread_mutex_unlock(&s->mu);
 	MHD_stop_daemon(s->d);

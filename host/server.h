@@ -25,6 +25,29 @@ struct ps_server_config {
 
 struct ps_server;
 
+/* server_request.c: one POST /v1/exec or /v1/batch body, checked. */
+struct ps_job {
+	size_t policy;		/* index into the served policies */
+	const char *code;
+	size_t code_len;
+	const char **stdins;	/* one run per entry; a NULL entry: empty stdin */
+	size_t n;
+	struct ps_limits limits;	/* the policy's, tightened by the request */
+	bool batch;
+	bool stdins_owned;
+	void *root;		/* the parsed document the strings point into */
+};
+
+struct ps_bad {
+	char field[64];		/* "limits.wall", "stdin[2]", "" for the body itself */
+	char reason[512];
+};
+
+/* 0 with j filled (free with ps_job_free even on failure), or -1 with b filled. */
+int ps_job_parse(const char *body, size_t len, bool batch, const struct ps_policy *policies,
+		 size_t n, struct ps_job *j, struct ps_bad *b);
+void ps_job_free(struct ps_job *j);
+
 /* Start serving in background threads. 0, or -1 with err. */
 int ps_server_start(const struct ps_server_config *cfg, struct ps_server **out, char *err,
 		    size_t errlen);

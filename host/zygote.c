@@ -70,6 +70,8 @@ static int spawn(struct ps_zygote *z, int child_end, pid_t *pid, char *err, size
 	char *argv[] = { "pysnip", "zygote", "--policy", z->policy, "--layers-off", lo,
 			 "--parent", parent, "--runners", runners, NULL };
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
 	char **env;
 	int ret;
 
@@ -81,10 +83,19 @@ static int spawn(struct ps_zygote *z, int child_end, pid_t *pid, char *err, size
 		snprintf(err, errlen, "zygote %s: out of memory", z->policy);
 		return -1;
 	}
+	/* The front blocks SIGTERM/SIGINT (for sigwait) and ignores SIGPIPE; both would survive
+	 * exec. The zygote starts clean. */
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, child_end, CTL_FD);
-	ret = posix_spawn(pid, "/proc/self/exe", &fa, NULL, argv, env);
+	ret = posix_spawn(pid, "/proc/self/exe", &fa, &at, argv, env);
 	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
 	free(env);
 	if (ret) {
 		snprintf(err, errlen, "posix_spawn(/proc/self/exe zygote --policy %s): %s", z->policy,
@@ -277,46 +288,59 @@ static int pass_fd(struct ps_zygote *z, int fd, char *err, size_t errlen)
 	return ret;
 }
 
-int ps_zygote_call(struct ps_zygote *z, const struct ps_zreq *h, const char *code,
-		   const char *stdin_data, uint64_t timeout_ms, struct ps_zanswer *a)
+/* Whether a runner took the request: it sends one byte before reading anything. */
+static bool taken_by_runner(int fd)
 {
-	uint64_t deadline = ps_now_us() + timeout_ms * 1000;
-	uint64_t restart_deadline = ps_now_us() + RESTART_WAIT_MS * 1000;
-	struct ps_zresp resp;
-	int sv[2], ret = -1;
+	char ack;
 
-	memset(a, 0, sizeof(*a));
-	a->status = -1;
+	return recv(fd, &ack, 1, MSG_DONTWAIT) == 1 && ack == PS_ZACK;
+}
+
+enum { CALL_OK = 0, CALL_FAILED = -1, CALL_NOT_TAKEN = -2 };
+
+/* One attempt on the current zygote. CALL_NOT_TAKEN: no runner ever saw the request (the
+ * zygote died or is restarting), so it may be sent again; CALL_FAILED: a runner had it. */
+static int attempt(struct ps_zygote *z, const struct ps_zreq *h, const char *code,
+		   const char *stdin_data, uint64_t deadline, struct ps_zanswer *a)
+{
+	char *e = a->error;
+	size_t el = sizeof(a->error);
+	struct ps_zresp resp;
+	int sv[2], ret = CALL_NOT_TAKEN;
+
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
-		snprintf(a->error, sizeof(a->error), "socketpair(): %s", strerror(errno));
-		return -1;
+		snprintf(e, el, "socketpair(): %s", strerror(errno));
+		return CALL_FAILED;
 	}
-	/* A zygote being restarted is waited for (briefly): only runs already handed to the
-	 * one that died get internal_error. */
-	while (pass_fd(z, sv[1], a->error, sizeof(a->error)) < 0) {
-		if (ps_now_us() >= restart_deadline)
-			goto out;
-		usleep(10000);
-	}
+	if (pass_fd(z, sv[1], e, el) < 0)
+		goto out;
 	close(sv[1]);
 	sv[1] = -1;
-	if (xfer(sv[0], true, (void *)h, sizeof(*h), deadline, a->error, sizeof(a->error)) < 0 ||
-	    xfer(sv[0], true, (void *)code, h->code_len, deadline, a->error, sizeof(a->error)) < 0 ||
-	    xfer(sv[0], true, (void *)stdin_data, h->stdin_len, deadline, a->error,
-		 sizeof(a->error)) < 0 ||
-	    xfer(sv[0], false, &resp, sizeof(resp), deadline, a->error, sizeof(a->error)) < 0)
+	if (xfer(sv[0], true, (void *)h, sizeof(*h), deadline, e, el) < 0 ||
+	    xfer(sv[0], true, (void *)code, h->code_len, deadline, e, el) < 0 ||
+	    xfer(sv[0], true, (void *)stdin_data, h->stdin_len, deadline, e, el) < 0) {
+		ret = taken_by_runner(sv[0]) ? CALL_FAILED : CALL_NOT_TAKEN;
+		goto out;
+	}
+	{
+		char ack = 0;
+
+		if (xfer(sv[0], false, &ack, 1, deadline, e, el) < 0)
+			goto out;	/* no runner ever answered: not taken */
+	}
+	ret = CALL_FAILED;
+	if (xfer(sv[0], false, &resp, sizeof(resp), deadline, e, el) < 0)
 		goto out;
 	if (resp.magic != PS_ZRESP_MAGIC || resp.len > FRAME_MAX) {
-		snprintf(a->error, sizeof(a->error), "the runner sent a malformed answer");
+		snprintf(e, el, "the runner sent a malformed answer");
 		goto out;
 	}
 	a->json = malloc(resp.len + 1);
 	if (!a->json) {
-		snprintf(a->error, sizeof(a->error), "out of memory for a %llu-byte verdict",
-			 (unsigned long long)resp.len);
+		snprintf(e, el, "out of memory for a %llu-byte verdict", (unsigned long long)resp.len);
 		goto out;
 	}
-	if (xfer(sv[0], false, a->json, resp.len, deadline, a->error, sizeof(a->error)) < 0) {
+	if (xfer(sv[0], false, a->json, resp.len, deadline, e, el) < 0) {
 		free(a->json);
 		a->json = NULL;
 		goto out;
@@ -324,12 +348,31 @@ int ps_zygote_call(struct ps_zygote *z, const struct ps_zreq *h, const char *cod
 	a->json[resp.len] = '\0';
 	a->len = resp.len;
 	a->status = resp.status;
-	ret = 0;
+	ret = CALL_OK;
 out:
 	close(sv[0]);
 	if (sv[1] >= 0)
 		close(sv[1]);
 	return ret;
+}
+
+int ps_zygote_call(struct ps_zygote *z, const struct ps_zreq *h, const char *code,
+		   const char *stdin_data, uint64_t timeout_ms, struct ps_zanswer *a)
+{
+	uint64_t deadline = ps_now_us() + timeout_ms * 1000;
+	uint64_t restart_deadline = ps_now_us() + RESTART_WAIT_MS * 1000;
+	int ret;
+
+	memset(a, 0, sizeof(*a));
+	a->status = -1;
+	/* A request no runner took is sent again once the zygote is back (briefly waited
+	 * for): only runs already in a runner's hands get internal_error. */
+	while ((ret = attempt(z, h, code, stdin_data, deadline, a)) == CALL_NOT_TAKEN) {
+		if (ps_now_us() >= restart_deadline)
+			break;
+		usleep(10000);
+	}
+	return ret == CALL_OK ? 0 : -1;
 }
 
 /* ---------------------------------------------------------------- zygote side */
@@ -341,8 +384,15 @@ struct zyg {
 	int taken[2];		/* runners write their pid here when they take a request */
 	int sigfd;
 	sigset_t oldmask;
-	pid_t *idle;		/* runners waiting on the control socket */
-	unsigned nidle, want;
+	struct runner {
+		pid_t pid;	/* as the zygote sees it */
+		uint64_t serial;	/* as the runner names itself (its own getpid() is in the
+				 * runs' PID namespace, not ours) */
+		bool busy;	/* took a request */
+	} *runners;		/* alive, idle or busy */
+	unsigned nlive, want;
+	uint64_t serial;	/* of the runner being forked */
+	unsigned idle_deaths;	/* idle runners that died since one was last taken */
 };
 
 static int read_full(int fd, void *buf, size_t len)
@@ -448,7 +498,6 @@ static int recv_fd(int ctl)
 
 static __attribute__((noreturn)) void runner_main(struct zyg *z)
 {
-	pid_t me;
 	int conn;
 
 	pid_t ppid;
@@ -470,8 +519,10 @@ static __attribute__((noreturn)) void runner_main(struct zyg *z)
 	while (conn == -2);
 	if (conn < 0)
 		_exit(0);	/* the front closed the control socket */
-	me = getpid();
-	(void)ps_write_all(z->taken[1], &me, sizeof(me));
+	/* Tell the front this request is ours before anything can fail: a request that no
+	 * runner acknowledged may be sent again, one acknowledged may not. */
+	(void)send(conn, (char[]){ PS_ZACK }, 1, MSG_NOSIGNAL);
+	(void)ps_write_all(z->taken[1], &z->serial, sizeof(z->serial));
 	close(z->taken[1]);
 	close(CTL_FD);
 	fcntl(conn, F_SETFL, 0);
@@ -481,8 +532,14 @@ static __attribute__((noreturn)) void runner_main(struct zyg *z)
 
 static void fork_runners(struct zyg *z)
 {
-	while (z->nidle < z->want) {
-		pid_t pid = fork();
+	/* Replaced when they end, not when taken: the fork then happens after the answer went
+	 * out, not while the run it would compete with for the CPU is going on. The front runs
+	 * at most `workers` at once and gives us workers + 1, so one is always idle. */
+	while (z->nlive < z->want) {
+		pid_t pid;
+
+		z->serial++;
+		pid = fork();
 
 		if (pid < 0) {
 			ps_err("zygote %s: fork(runner): %s", z->p.name, strerror(errno));
@@ -490,16 +547,26 @@ static void fork_runners(struct zyg *z)
 		}
 		if (pid == 0)
 			runner_main(z);
-		z->idle[z->nidle++] = pid;
+		z->runners[z->nlive++] = (struct runner){ .pid = pid, .serial = z->serial };
 	}
 }
 
-static bool drop_idle(struct zyg *z, pid_t pid)
+static void mark_taken(struct zyg *z, uint64_t serial)
 {
-	for (unsigned i = 0; i < z->nidle; i++) {
-		if (z->idle[i] == pid) {
-			z->idle[i] = z->idle[--z->nidle];
-			return true;
+	for (unsigned i = 0; i < z->nlive; i++)
+		if (z->runners[i].serial == serial)
+			z->runners[i].busy = true;
+}
+
+/* A child ended: true if it was a runner that never took a request. */
+static bool reaped(struct zyg *z, pid_t pid)
+{
+	for (unsigned i = 0; i < z->nlive; i++) {
+		if (z->runners[i].pid == pid) {
+			bool idle = !z->runners[i].busy;
+
+			z->runners[i] = z->runners[--z->nlive];
+			return idle;
 		}
 	}
 	return false;
@@ -516,11 +583,12 @@ static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 		if (poll(p, 2, -1) < 0 && errno != EINTR)
 			_exit(PS_EXIT_INTERNAL);
 		if (p[0].revents & POLLIN) {
-			pid_t taken[64];
+			uint64_t taken[64];
 			ssize_t n = read(z->taken[0], taken, sizeof(taken));
 
-			for (ssize_t i = 0; i + (ssize_t)sizeof(pid_t) <= n; i += sizeof(pid_t))
-				drop_idle(z, taken[i / (ssize_t)sizeof(pid_t)]);
+			for (ssize_t i = 0; i < n / (ssize_t)sizeof(taken[0]); i++)
+				mark_taken(z, taken[i]);
+			z->idle_deaths = 0;
 		}
 		if (p[1].revents & POLLIN) {
 			struct signalfd_siginfo si;
@@ -528,10 +596,15 @@ static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 
 			while (read(z->sigfd, &si, sizeof(si)) > 0)
 				;
+			/* An idle runner that died took no request with it; many in a row
+			 * mean runners cannot live here: stop rather than spin (the front
+			 * restarts us). */
 			while ((pid = waitpid(-1, NULL, WNOHANG)) > 0) {
-				/* An idle runner that died took nothing with it; don't spin. */
-				if (drop_idle(z, pid))
-					usleep(10000);
+				if (reaped(z, pid) && ++z->idle_deaths > 100) {
+					ps_err("zygote %s: runners keep dying before any request",
+					       z->p.name);
+					_exit(PS_EXIT_INTERNAL);
+				}
 			}
 		}
 	}
@@ -591,10 +664,10 @@ int ps_cmd_zygote(int argc, char **argv)
 	z.want = (unsigned)atoi(runners);
 	if (z.want < 1)
 		z.want = 1;
-	z.idle = calloc(z.want, sizeof(*z.idle));
-	if (!z.idle || zygote_setup(&z, policy, (uint32_t)strtoul(lo, NULL, 10), err,
+	z.runners = calloc(z.want, sizeof(*z.runners));
+	if (!z.runners || zygote_setup(&z, policy, (uint32_t)strtoul(lo, NULL, 10), err,
 				    sizeof(err)) < 0) {
-		if (!z.idle)
+		if (!z.runners)
 			snprintf(err, sizeof(err), "zygote %s: out of memory", policy);
 		(void)send(CTL_FD, err, strlen(err), MSG_NOSIGNAL);
 		return PS_EXIT_INTERNAL;

@@ -6,8 +6,10 @@
  * "runner" children forked ahead of demand, each blocked in recvmsg() on that socket. For a
  * request the front makes a fresh socketpair and passes one end over the control socket
  * (SCM_RIGHTS); exactly one idle runner receives it, tells the zygote (which forks a
- * replacement), reads the request frame from it, runs ps_worker_run (the one fork on the
- * critical path), writes the rendered verdict back and _exits. The zygote never reads
+ * replacement when it ends), acknowledges it with one byte, reads the request frame,
+ * runs ps_worker_run (the one fork on the critical path), writes the rendered verdict back and
+ * _exits. A request no runner acknowledged (its zygote died) is sent again to the restarted
+ * zygote; one acknowledged gets internal_error if its runner dies. The zygote never reads
  * request data and never waits for a run. A zygote that dies takes its runners and their
  * workers with it (PDEATHSIG), so the front sees EOF and answers internal_error. */
 #ifndef PS_ZYGOTE_H
@@ -23,6 +25,7 @@
 
 #define PS_ZREQ_MAGIC 0x71727a70u	/* "pzrq" */
 #define PS_ZRESP_MAGIC 0x73727a70u	/* "pzrs" */
+#define PS_ZACK 'A'			/* runner -> front: "this request is mine" */
 
 /* Front -> runner, on the request's socket; code_len bytes of code and stdin_len of stdin follow. */
 struct ps_zreq {
@@ -48,7 +51,7 @@ struct ps_zygote {
 	char tmp_dir[300];	/* this generation's scratch base (the zygote's TMPDIR) */
 	unsigned generation;
 	uint32_t layers_off;
-	unsigned runners;	/* idle runners the zygote keeps forked ahead */
+	unsigned runners;	/* runners the zygote keeps alive (forked ahead, idle or busy) */
 	pthread_mutex_t mu;	/* guards pid, ctl */
 	pid_t pid;		/* -1 when not running */
 	int ctl;		/* front's end of the control socket, -1 when not running */

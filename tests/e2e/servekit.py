@@ -21,8 +21,9 @@ class Server:
 
     Its TMPDIR is a private directory, so tests can check that no scratch directory is left."""
 
-    def __init__(self, *args, unix=False, token=None, env=None, start_timeout=120):
-        self.tmp = tempfile.mkdtemp(prefix="pysnip-servetest-")
+    def __init__(self, *args, unix=False, token=None, env=None, start_timeout=120,
+                 tmp_parent=None):
+        self.tmp = tempfile.mkdtemp(prefix="pysnip-servetest-", dir=tmp_parent)
         os.chmod(self.tmp, 0o711)
         self.token = token
         argv = [PYSNIP, "serve"] + list(args)

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "e2e"))
 from servekit import Server, wait_for  # noqa: E402
 
-N = int(os.environ.get("PYSNIP_LOAD_N", "2400"))
+N = int(os.environ.get("PYSNIP_LOAD_N", "800" if os.environ.get("PYSNIP_SANITIZER") else "2400"))
 CONCURRENCY = 32
 TIME_BOUND = 170.0
 
@@ -40,6 +40,14 @@ KINDS = {
     "abandon_body": (2, None, None),     # half a body, then the client goes away
     "abandon_answer": (1, None, None),   # a whole request, gone before the answer
 }
+
+# Under ASan (make asan) RLIMIT_AS cannot be enforced (the shadow memory needs the address
+# space), so memory bombs would not end by the limit: they are left out of that run, visibly.
+SANITIZER = bool(os.environ.get("PYSNIP_SANITIZER"))
+if SANITIZER:
+    for k in ("membomb", "membomb2"):
+        del KINDS[k]
+    print("load: sanitizer build: memory bombs left out (RLIMIT_AS unusable under ASan)")
 
 _local = threading.local()
 
@@ -163,8 +171,8 @@ def _run(srv):
     assert sorted(zygotes) == ["default", "strict"] and kill["pid"] not in zygotes.values()
     assert sorted(srv.children()) == sorted(zygotes.values())
     for z in zygotes.values():
-        # idle runners (2) + the PID namespace's holder: no run left
-        assert len(srv.children(z)) <= 3, (z, srv.children(z))
+        # idle runners (workers + 1 = 3) + the PID namespace's holder, and no run left
+        assert len(srv.children(z)) <= 4, (z, srv.children(z))
         for r in srv.children(z):
             assert srv.children(r) == [], "a runner still has a worker"
     assert wait_for(lambda: srv.strays() == [], 10), srv.strays()
