@@ -272,6 +272,10 @@ static cJSON *usage_json(const struct ps_outcome *o)
 	cJSON_AddNumberToObject(u, "sys_ms", (double)ru->ru_stime.tv_sec * 1000 +
 						 (double)(ru->ru_stime.tv_usec / 1000));
 	cJSON_AddNumberToObject(u, "max_rss_kb", (double)ru->ru_maxrss);
+	/* wall_ms split: the sandbox's set-up (interpreter start in one-shot runs, every phase)
+	 * and the snippet's own run up to the worker's exit */
+	cJSON_AddNumberToObject(u, "setup_ms", (double)o->setup_us / 1000.0);
+	cJSON_AddNumberToObject(u, "run_ms", (double)o->run_us / 1000.0);
 	if (o->cgroup_used)
 		cJSON_AddNumberToObject(u, "memory_peak_kb", (double)(o->cgroup_memory_peak / 1024));
 	return u;

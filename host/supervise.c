@@ -19,6 +19,7 @@ struct sv {
 	pid_t pid;
 	const struct ps_run *r;
 	struct ps_outcome *o;
+	uint64_t start_us;
 	size_t in_off;
 	uint64_t output_total;
 	bool killed;
@@ -102,6 +103,7 @@ static void take_record(struct sv *s, const struct ps_status_rec *rec)
 		return;
 	switch (rec->kind) {
 	case PS_REC_HELD:
+		o->setup_us = ps_now_us() - s->start_us;
 		o->have_held = true;
 		o->held = rec->held;
 		break;
@@ -161,7 +163,7 @@ static int poll_timeout(uint64_t deadline)
 void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_run *r,
 		  uint64_t start_us, struct ps_outcome *o)
 {
-	struct sv s = { .pid = pid, .r = r, .o = o };
+	struct sv s = { .pid = pid, .r = r, .o = o, .start_us = start_us };
 	struct pollfd p[FD_COUNT];
 	uint64_t deadline = start_us + r->limits.wall_ms * 1000;
 	bool exited = false;
@@ -206,6 +208,8 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 		}
 		if (p[FD_PID].fd >= 0 && (p[FD_PID].revents & POLLIN)) {
 			exited = true;
+			if (o->have_held)
+				o->run_us = ps_now_us() - start_us - o->setup_us;
 			kill(-pid, SIGKILL);	/* no survivor in the worker's group */
 			p[FD_PID].fd = -1;
 		}

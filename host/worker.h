@@ -49,6 +49,8 @@ struct ps_outcome {
 	bool reaped;
 	struct rusage ru;
 	uint64_t wall_us;
+	uint64_t setup_us;		/* fork to the snippet's first instruction (every phase) */
+	uint64_t run_us;		/* the snippet's start to the worker's exit */
 	bool timed_out;			/* killed at the wall-clock deadline */
 	bool output_capped;		/* killed for exceeding the output cap */
 	bool report_capped;		/* the report channel overflowed */
