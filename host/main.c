@@ -1,12 +1,39 @@
 /* pysnip: run untrusted Python snippets in a sandbox and report a JSON verdict. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
+#include "util.h"
 
 #ifndef PS_VERSION
 #define PS_VERSION "0.1.0"
 #endif
+
+/* `serve` lives in pysnip-serve, next to this binary, so that a one-shot run never loads
+ * the HTTP library and what it pulls in. */
+static int run_serve(int argc, char **argv)
+{
+	char path[PATH_MAX];
+	char **args = calloc((size_t)argc + 3, sizeof(char *));
+
+	snprintf(path, sizeof(path), "%s/pysnip-serve", ps_exe_dir());
+	if (!args) {
+		fprintf(stderr, "pysnip: serve: out of memory\n");
+		return PS_EXIT_INTERNAL;
+	}
+	args[0] = path;
+	args[1] = "serve";
+	for (int i = 0; i < argc; i++)
+		args[i + 2] = argv[i];
+	execv(path, args);
+	fprintf(stderr, "pysnip: serve: execv(%s): %s\n", path, strerror(errno));
+	free(args);
+	return PS_EXIT_INTERNAL;
+}
 
 static const struct command {
 	const char *name;
@@ -15,8 +42,7 @@ static const struct command {
 } commands[] = {
 	{ "exec", ps_cmd_exec, "run one snippet, print its verdict" },
 	{ "check-policy", ps_cmd_check_policy, "validate a policy and print it resolved" },
-	{ "serve", ps_cmd_serve, "HTTP JSON API: warm zygotes, worker pool, auth, metrics" },
-	{ "zygote", ps_cmd_zygote, NULL },
+	{ "serve", run_serve, "HTTP JSON API: warm zygotes, worker pool, auth, metrics" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,16 @@
+/* pysnip-serve: `pysnip serve` and its zygotes. A binary of its own so that the one-shot
+ * `pysnip exec` never loads libmicrohttpd; `pysnip serve` execs this. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "serve"))
+		return ps_cmd_serve(argc - 2, argv + 2);
+	if (argc >= 2 && !strcmp(argv[1], "zygote"))	/* internal: started by serve */
+		return ps_cmd_zygote(argc - 2, argv + 2);
+	fprintf(stderr, "usage: pysnip-serve serve [OPTIONS]   (normally run as `pysnip serve`)\n");
+	return PS_EXIT_USAGE;
+}
