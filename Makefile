@@ -98,7 +98,7 @@ unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
 e2e: $(BIN) $(SERVE_BIN)
-	PYSNIP=$(abspath $(BIN)) $(PY) -m pytest -q tests/e2e tests/attacks tests/load
+	PYSNIP=$(abspath $(BIN)) $(PY) -m pytest -q -rs tests/e2e tests/attacks tests/load
 
 test: $(BIN) $(SERVE_BIN) unit e2e
 
