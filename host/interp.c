@@ -64,12 +64,21 @@ static int find_prefix(char *err, size_t errlen)
 {
 	Dl_info info;
 	char real[PATH_MAX], landmark[PATH_MAX + 32];
+	char *lib = NULL;
+#ifdef PS_PY_PREFIX
+	/* libpython linked statically into this binary: the prefix it was built for. (dladdr
+	 * would name the executable, which may be /proc/self/exe and unreadable to us.) */
+	snprintf(real, sizeof(real), "%s", PS_PY_PREFIX);
+	lib = real + strlen(real);
+	(void)info;
+#else
 	if (!dladdr((void *)Py_InitializeFromConfig, &info) || !info.dli_fname ||
 	    !realpath(info.dli_fname, real)) {
 		snprintf(err, errlen, "interp: dladdr(Py_InitializeFromConfig): cannot locate libpython");
 		return -1;
 	}
-	char *lib = strstr(real, "/lib/");
+	lib = strstr(real, "/lib/");
+#endif
 	if (!lib) {
 #ifdef PS_PY_PREFIX
 		/* libpython linked statically into this binary: the prefix it was built for. */
