@@ -63,7 +63,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 PYSHIM    := $(wildcard pyshim/*.py)
 
-.PHONY: all test unit e2e asan bench clean deps
+.PHONY: all test test-unprivileged unit e2e asan bench clean deps
 
 all: $(BIN) $(SERVE_BIN)
 
@@ -101,6 +101,14 @@ e2e: $(BIN) $(SERVE_BIN)
 	PYSNIP=$(abspath $(BIN)) $(PY) -m pytest -q -rs tests/e2e tests/attacks tests/load
 
 test: $(BIN) $(SERVE_BIN) unit e2e
+
+# The same end-to-end suite as an unprivileged user (needs root to switch): the non-root
+# path (user namespace, capabilities cleared, Landlock and seccomp without privilege).
+# Tests whose proof needs root skip, saying why.
+UNPRIV_USER ?= nobody
+test-unprivileged: $(BIN) $(SERVE_BIN)
+	cd /tmp && runuser -u $(UNPRIV_USER) -- env HOME=/tmp PYSNIP=$(abspath $(BIN)) \
+		$(PY) -m pytest -q -rs -p no:cacheprovider $(abspath tests/e2e) $(abspath tests/attacks)
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/pysnip OPT=-O1 \

@@ -2,13 +2,15 @@
  * the import allowlist. It gives clean, attributable errors; it is not the security boundary
  * (the kernel layers are: CPython's own docs say audit hooks cannot be a sandbox).
  *
- * Trust rule for imports and code creation: a frame is trusted when its code comes from the
- * stdlib, lib-dynload, a policy python path, frozen modules or pyshim. Snippet code (and any code
- * the snippet compiles) is untrusted. The module allowlist applies to imports whose originating
- * frame (the innermost one outside the import machinery) is untrusted, so allowed stdlib modules
- * keep their own transitive imports; the denylist of dangerous modules applies to everyone. The
- * snippet cannot forge a trusted frame: compile() with a trusted-looking filename, code.__new__
- * and marshal.loads outside importlib are denied. */
+ * Imports are decided by the module, not by who asks: the snippet may import its allowlist;
+ * anyone (the stdlib included, so no confused deputy can widen it) may import the allowlist's
+ * closure, what importing the allowed modules loads (pyshim/closure.py, made at build time);
+ * the dangerous modules below are refused to everyone. The check runs where a module is found
+ * (__import__ wrapper, a sys.meta_path finder) and again where it is loaded (the "import" and
+ * "exec" audit events, the _imp guards in pyguard.c), so removing the finder or driving a
+ * loader by hand does not get past it. Frame origin (stdlib, lib-dynload, policy paths, frozen,
+ * pyshim vs snippet) still decides code-creation powers: compile() with a trusted-looking
+ * filename, code.__new__ and marshal.loads outside importlib are denied to snippet code. */
 #include "audit.h"
 
 #include <errno.h>
