@@ -11,7 +11,7 @@
  * loader by hand does not get past it. Frame origin (stdlib, lib-dynload, policy paths, frozen,
  * pyshim vs snippet) still decides code-creation powers: compile() with a trusted-looking
  * filename, code.__new__ and marshal.loads outside importlib are denied to snippet code. */
-#include "audit.h"
+#include "audit_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,43 +25,7 @@
 #include "policy.h"
 #include "util.h"
 
-#define MAX_DENIALS 64
-#define MAX_PATHS 64
-#define MAX_RAISED 16
-
-struct denial {
-	char layer[8];
-	char event[48];
-	char detail[256];
-	int line;		/* snippet line, -1 when unknown */
-};
-
-struct path_set {
-	char *items[MAX_PATHS];
-	size_t n;
-};
-
-static struct {
-	bool installed, active;
-	int depth;			/* re-entrancy: events raised by the hook's own calls pass */
-	const char *policy;
-	struct path_set readable, writable, trusted;
-	char **modules;			/* sorted allowlist */
-	size_t n_modules;
-	char **closure;			/* sorted: what the allowed modules import (exact names) */
-	size_t n_closure;
-	char **audit_allow;
-	size_t n_audit_allow;
-	char scratch[PATH_MAX];
-	int protected_fds[4];		/* status, report, the report's private copy */
-	PyObject *import_error;		/* PolicyImportError, a ModuleNotFoundError */
-	PyObject *orig_import;
-	PyObject *pathlib_name;
-	struct denial denials[MAX_DENIALS];
-	size_t n_denials;
-	PyObject *raised[MAX_RAISED];	/* the last exceptions the hook raised (strong refs) */
-	size_t n_raised;
-} g = { .protected_fds = { -1, -1, -1, -1 } };
+struct ps_audit_state aud = { .protected_fds = { -1, -1, -1, -1 } };
 
 /* Dangerous whatever imports them: process creation, sockets, raw memory and native code,
  * resource and terminal control, host account databases, test-only C modules. */
@@ -108,15 +72,15 @@ static bool module_match(const char *name, bool (*in)(const char *))
 static bool in_allowlist(const char *name)
 {
 	const char *key = name;
-	return g.n_modules &&
-	       bsearch(&key, g.modules, g.n_modules, sizeof(char *), cmp_str) != NULL;
+	return aud.n_modules &&
+	       bsearch(&key, aud.modules, aud.n_modules, sizeof(char *), cmp_str) != NULL;
 }
 
 static bool in_closure(const char *name)
 {
 	const char *key = name;
-	return g.n_closure &&
-	       bsearch(&key, g.closure, g.n_closure, sizeof(char *), cmp_str) != NULL;
+	return aud.n_closure &&
+	       bsearch(&key, aud.closure, aud.n_closure, sizeof(char *), cmp_str) != NULL;
 }
 
 /* The C modules behind an allowed module that C code imports on the snippet's behalf
@@ -140,7 +104,7 @@ static bool module_allowed(const char *name, bool strict)
 	return in_closure(name);
 }
 
-static bool under(const char *path, const char *prefix)
+bool audit_under(const char *path, const char *prefix)
 {
 	size_t n = strlen(prefix);
 	if (n == 1 && prefix[0] == '/')
@@ -148,10 +112,10 @@ static bool under(const char *path, const char *prefix)
 	return strncmp(path, prefix, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-static bool in_set(const struct path_set *s, const char *path)
+bool audit_in_set(const struct path_set *s, const char *path)
 {
 	for (size_t i = 0; i < s->n; i++)
-		if (under(path, s->items[i]))
+		if (audit_under(path, s->items[i]))
 			return true;
 	return false;
 }
@@ -184,15 +148,15 @@ static bool trusted_filename(const char *fn)
 {
 	if (strncmp(fn, "<frozen ", 8) == 0 || strncmp(fn, "<pysnip:", 8) == 0)
 		return true;
-	return fn[0] == '/' && in_set(&g.trusted, fn);
+	return fn[0] == '/' && audit_in_set(&aud.trusted, fn);
 }
 
 static bool import_machinery(const char *fn)
 {
 	if (strncmp(fn, "<frozen importlib.", 18) == 0)
 		return true;
-	return g.trusted.n && under(fn, g.trusted.items[0]) &&
-	       strncmp(fn + strlen(g.trusted.items[0]), "/importlib/", 11) == 0;
+	return aud.trusted.n && audit_under(fn, aud.trusted.items[0]) &&
+	       strncmp(fn + strlen(aud.trusted.items[0]), "/importlib/", 11) == 0;
 }
 
 /* The innermost frame outside the import machinery decides who imports. No frame at all means
@@ -242,42 +206,41 @@ static int snippet_line(void)
 
 /* ---- denials ---- */
 
-static void record(const char *layer, const char *event, const char *detail)
+void audit_record(const char *layer, const char *event, const char *detail)
 {
-	if (g.n_denials == MAX_DENIALS)
+	if (aud.n_denials == MAX_DENIALS)
 		return;
-	struct denial *d = &g.denials[g.n_denials++];
+	struct denial *d = &aud.denials[aud.n_denials++];
 	snprintf(d->layer, sizeof(d->layer), "%s", layer);
 	snprintf(d->event, sizeof(d->event), "%s", event);
 	snprintf(d->detail, sizeof(d->detail), "%s", detail);
 	d->line = snippet_line();
 }
 
-static void remember_raised(void);
 
-static int deny(const char *event, const char *detail)
+int audit_deny(const char *event, const char *detail)
 {
-	record("audit", event, detail);
+	audit_record("audit", event, detail);
 	if (detail[0])
 		PyErr_Format(PyExc_PermissionError, "pysnip: %s('%s') denied by policy '%s'", event,
-			     detail, g.policy);
+			     detail, aud.policy);
 	else
 		PyErr_Format(PyExc_PermissionError, "pysnip: %s denied by policy '%s'", event,
-			     g.policy);
-	remember_raised();
+			     aud.policy);
+	audit_remember_raised();
 	return -1;
 }
 
 int ps_audit_deny(const char *event, const char *detail)
 {
-	return deny(event, detail);
+	return audit_deny(event, detail);
 }
 
 PyObject *ps_audit_denials(PyObject *self, PyObject *unused)
 {
 	PyObject *list = PyList_New(0);
-	for (size_t i = 0; list && i < g.n_denials; i++) {
-		struct denial *d = &g.denials[i];
+	for (size_t i = 0; list && i < aud.n_denials; i++) {
+		struct denial *d = &aud.denials[i];
 		PyObject *t = d->line >= 0 ?
 			Py_BuildValue("(sssi)", d->layer, d->event, d->detail, d->line) :
 			Py_BuildValue("(sssO)", d->layer, d->event, d->detail, Py_None);
@@ -291,14 +254,14 @@ PyObject *ps_audit_denials(PyObject *self, PyObject *unused)
 /* ---- imports ---- */
 
 /* Remember an exception the hook raised, so the report can tell it from a look-alike. */
-static void remember_raised(void)
+void audit_remember_raised(void)
 {
 	PyObject *t, *v, *tb;
 	PyErr_Fetch(&t, &v, &tb);
 	PyErr_NormalizeException(&t, &v, &tb);
 	if (v) {
-		size_t i = g.n_raised++ % MAX_RAISED;
-		Py_XSETREF(g.raised[i], Py_NewRef(v));
+		size_t i = aud.n_raised++ % MAX_RAISED;
+		Py_XSETREF(aud.raised[i], Py_NewRef(v));
 	}
 	PyErr_Restore(t, v, tb);
 }
@@ -306,7 +269,7 @@ static void remember_raised(void)
 bool ps_audit_raised_by_hook(PyObject *exc)
 {
 	for (size_t i = 0; exc && i < MAX_RAISED; i++)
-		if (g.raised[i] == exc)
+		if (aud.raised[i] == exc)
 			return true;
 	return false;
 }
@@ -314,13 +277,13 @@ bool ps_audit_raised_by_hook(PyObject *exc)
 static int raise_import_error(const char *name, const char *why)
 {
 	PyObject *msg = PyUnicode_FromFormat("pysnip: import of '%s' denied by policy '%s' (%s)",
-					     name, g.policy, why);
+					     name, aud.policy, why);
 	PyObject *mod = PyUnicode_FromString(name);
 	if (msg && mod) {
-		PyObject *exc = PyObject_CallFunctionObjArgs(g.import_error, msg, NULL);
+		PyObject *exc = PyObject_CallFunctionObjArgs(aud.import_error, msg, NULL);
 		if (exc) {
 			PyObject_SetAttrString(exc, "name", mod);
-			PyErr_SetObject(g.import_error, exc);
+			PyErr_SetObject(aud.import_error, exc);
 			Py_DECREF(exc);
 		}
 	}
@@ -328,7 +291,7 @@ static int raise_import_error(const char *name, const char *why)
 	Py_XDECREF(mod);
 	if (!PyErr_Occurred())
 		PyErr_NoMemory();
-	remember_raised();
+	audit_remember_raised();
 	return -1;
 }
 
@@ -347,7 +310,7 @@ static int raise_import_error(const char *name, const char *why)
  * frame is the machinery serving its own needs. */
 static int check_import(const char *name, int level, bool via_import_func, bool load)
 {
-	if (!g.active)
+	if (!aud.active)
 		return 0;
 	const char *why = NULL;
 	bool trusted = (via_import_func && caller_is_importlib()) || origin_trusted(true);
@@ -366,13 +329,13 @@ static int check_import(const char *name, int level, bool via_import_func, bool 
 		return 0;
 	bool probe = trusted && strcmp(why, "dangerous") == 0;
 	if (!probe)
-		record("import", "import", name);
+		audit_record("import", "import", name);
 	if (load && !probe) {
 		/* past the finders (a module loaded by hand, a deputy's import): not an
 		 * ImportError that `except ImportError` would quietly absorb */
 		PyErr_Format(PyExc_PermissionError,
-			     "pysnip: import of '%s' denied by policy '%s' (%s)", name, g.policy, why);
-		remember_raised();
+			     "pysnip: import of '%s' denied by policy '%s' (%s)", name, aud.policy, why);
+		audit_remember_raised();
 		return -1;
 	}
 	return raise_import_error(name, why);
@@ -394,7 +357,7 @@ static PyObject *import_wrapper(PyObject *self, PyObject *args, PyObject *kw)
 	const char *s = PyUnicode_AsUTF8(name);
 	if (!s || check_import(s, level, true, false) < 0)
 		return NULL;
-	return PyObject_Call(g.orig_import, args, kw);
+	return PyObject_Call(aud.orig_import, args, kw);
 }
 
 static PyObject *finder_find_spec(PyObject *self, PyObject *args)
@@ -416,7 +379,7 @@ static PyMethodDef find_spec_def = { "find_spec", finder_find_spec, METH_VARARGS
 
 PyObject *ps_audit_import_func(PyObject *orig_import)
 {
-	Py_XSETREF(g.orig_import, Py_NewRef(orig_import));
+	Py_XSETREF(aud.orig_import, Py_NewRef(orig_import));
 	/* no __self__: the snippet reaches no module object through it */
 	return PyCFunction_NewEx(&import_def, NULL, NULL);
 }
@@ -433,251 +396,7 @@ PyObject *ps_audit_finder(void)
 	return m;
 }
 
-/* ---- paths ---- */
-
-enum path_kind { PATH_NONE, PATH_STR, PATH_FD, PATH_BAD };
-
-/* Only types whose conversion runs no snippet code: str, bytes, fd, DirEntry, pathlib's own. */
-static bool plain_pathlike(PyObject *o)
-{
-	static const char *const pathlib_types[] = { "PurePath", "PurePosixPath", "Path",
-						     "PosixPath" };
-	const char *tn = Py_TYPE(o)->tp_name;
-	if (strcmp(tn, "posix.DirEntry") == 0)
-		return true;
-	PyObject *pathlib = g.pathlib_name ? PyImport_GetModule(g.pathlib_name) : NULL;
-	bool ok = false;
-	for (size_t i = 0; pathlib && !ok && i < PS_ARRAY_LEN(pathlib_types); i++) {
-		PyObject *t = PyObject_GetAttrString(pathlib, pathlib_types[i]);
-		ok = t == (PyObject *)Py_TYPE(o);
-		Py_XDECREF(t);
-	}
-	Py_XDECREF(pathlib);
-	PyErr_Clear();
-	return ok;
-}
-
-static enum path_kind path_arg(PyObject *o, char *buf, size_t n, int *fd)
-{
-	if (o == NULL || o == Py_None) {
-		snprintf(buf, n, ".");
-		return PATH_NONE;
-	}
-	if (PyLong_Check(o)) {
-		*fd = PyLong_AsLong(o);
-		PyErr_Clear();
-		return PATH_FD;
-	}
-	if (!PyUnicode_Check(o) && !PyBytes_Check(o) && !plain_pathlike(o))
-		return PATH_BAD;
-	PyObject *p = PyOS_FSPath(o), *b = NULL;
-	if (p && PyUnicode_Check(p))
-		b = PyUnicode_EncodeFSDefault(p);
-	else if (p && PyBytes_Check(p))
-		b = Py_NewRef(p);
-	Py_XDECREF(p);
-	if (!b) {
-		PyErr_Clear();
-		return PATH_BAD;
-	}
-	snprintf(buf, n, "%s", PyBytes_AS_STRING(b));
-	bool nul = strlen(PyBytes_AS_STRING(b)) != (size_t)PyBytes_GET_SIZE(b);
-	Py_DECREF(b);
-	return nul ? PATH_BAD : PATH_STR;
-}
-
-/* Lexical absolute form of path (relative to dir_fd or the cwd), then symlinks resolved as far
- * as the file (or, for a file not created yet, its directory) exists. */
-static int resolve(const char *path, int dir_fd, char *out)
-{
-	char abs[PATH_MAX * 2], real[PATH_MAX];
-	if (path[0] == '/') {
-		snprintf(abs, sizeof(abs), "%s", path);
-	} else {
-		char base[PATH_MAX];
-		if (dir_fd >= 0 && dir_fd != AT_FDCWD) {
-			char link[64];
-			snprintf(link, sizeof(link), "/proc/self/fd/%d", dir_fd);
-			ssize_t k = readlink(link, base, sizeof(base) - 1);
-			if (k <= 0)
-				return -1;
-			base[k] = '\0';
-		} else if (!getcwd(base, sizeof(base))) {
-			return -1;
-		}
-		snprintf(abs, sizeof(abs), "%s/%s", base, path);
-	}
-	/* normalise ".", ".." and "//" lexically */
-	char *w = out, *seg = abs;
-	*w = '\0';
-	while (*seg) {
-		while (*seg == '/')
-			seg++;
-		char *end = strchrnul(seg, '/');
-		size_t len = (size_t)(end - seg);
-		if (len == 0 || (len == 1 && seg[0] == '.')) {
-		} else if (len == 2 && seg[0] == '.' && seg[1] == '.') {
-			char *slash = strrchr(out, '/');
-			w = slash ? slash : out;
-			*w = '\0';
-		} else {
-			if ((size_t)(w - out) + len + 2 >= PATH_MAX)
-				return -1;
-			*w++ = '/';
-			memcpy(w, seg, len);
-			w += len;
-			*w = '\0';
-		}
-		seg = end;
-	}
-	if (!out[0])
-		strcpy(out, "/");
-	if (realpath(out, real)) {
-		strcpy(out, real);
-	} else {
-		char *slash = strrchr(out, '/');
-		if (slash && slash != out) {
-			*slash = '\0';
-			if (realpath(out, real) && strlen(real) + strlen(slash + 1) + 2 < PATH_MAX) {
-				size_t rl = strlen(real);
-				real[rl] = '/';
-				strcpy(real + rl + 1, slash + 1);
-				strcpy(out, real);
-			} else {
-				*slash = '/';
-			}
-		}
-	}
-	return 0;
-}
-
-bool ps_audit_fd_protected(int fd)
-{
-	for (size_t i = 0; i < PS_ARRAY_LEN(g.protected_fds); i++)
-		if (fd >= 0 && fd == g.protected_fds[i])
-			return true;
-	return false;
-}
-
-static bool fd_ok(int fd)
-{
-	return !ps_audit_fd_protected(fd);
-}
-
-/* 0 allowed, -1 denied (exception set). want_write: the writable set, else the readable one. */
-static int check_path(const char *event, PyObject *args, Py_ssize_t idx, Py_ssize_t dirfd_idx,
-		      bool want_write)
-{
-	char given[PATH_MAX], full[PATH_MAX];
-	int fd = -1, dir_fd = -1;
-	PyObject *o = PyTuple_GET_SIZE(args) > idx ? PyTuple_GET_ITEM(args, idx) : NULL;
-	enum path_kind k = path_arg(o, given, sizeof(given), &fd);
-	if (k == PATH_FD)
-		return fd_ok(fd) ? 0 : deny(event, "pysnip channel fd");
-	if (k == PATH_BAD)
-		return deny(event, "<path-like object>");
-	if (dirfd_idx >= 0 && PyTuple_GET_SIZE(args) > dirfd_idx) {
-		PyObject *d = PyTuple_GET_ITEM(args, dirfd_idx);
-		if (d != Py_None && PyLong_Check(d))
-			dir_fd = PyLong_AsLong(d);
-		PyErr_Clear();
-	}
-	if (resolve(given, dir_fd, full) < 0)
-		return deny(event, given);
-	bool ok = in_set(&g.writable, full) || (g.scratch[0] && under(full, g.scratch));
-	if (!want_write && !ok)
-		ok = in_set(&g.readable, full);
-	return ok ? 0 : deny(event, given);
-}
-
-/* The directories on the way to a granted path (/, /usr, /tmp): their metadata says nothing
- * the policy does not already. */
-static bool ancestor_of(const struct path_set *s, const char *path)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (under(s->items[i], path))
-			return true;
-	return false;
-}
-
-/* os.stat, lstat, access: Landlock has no right for metadata, so this layer alone keeps the
- * snippet from probing the host's files (their size, owner, times, existence). */
-int ps_audit_check_stat(const char *event, PyObject *path, PyObject *dir_fd)
-{
-	char given[PATH_MAX], full[PATH_MAX], detail[PATH_MAX + 64];
-	int fd = -1, dfd = -1;
-	if (!g.active)
-		return 0;
-	enum path_kind k = path_arg(path, given, sizeof(given), &fd);
-	if (k == PATH_FD)
-		return 0;	/* an open fd: the open was checked */
-	if (k == PATH_BAD)
-		return deny(event, "<path-like object>");
-	if (dir_fd && dir_fd != Py_None && PyLong_Check(dir_fd))
-		dfd = PyLong_AsLong(dir_fd);
-	PyErr_Clear();
-	if (resolve(given, dfd, full) == 0 &&
-	    (in_set(&g.readable, full) || in_set(&g.writable, full) ||
-	     (g.scratch[0] && (under(full, g.scratch) || under(g.scratch, full))) ||
-	     ancestor_of(&g.readable, full) || ancestor_of(&g.writable, full)))
-		return 0;
-	snprintf(detail, sizeof(detail), "%s", given);
-	record("audit", event, detail);
-	PyErr_Format(PyExc_PermissionError,
-		     "pysnip: %s('%s') denied by policy '%s' (metadata outside the readable paths; "
-		     "Landlock has no right for stat, so the Python layer refuses it)",
-		     event, given, g.policy);
-	remember_raised();
-	return -1;
-}
-
 /* ---- events ---- */
-
-static bool open_writes(PyObject *args)
-{
-	PyObject *mode = PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
-	PyObject *flags = PyTuple_GET_SIZE(args) > 2 ? PyTuple_GET_ITEM(args, 2) : NULL;
-	if (mode && PyUnicode_Check(mode)) {
-		const char *m = PyUnicode_AsUTF8(mode);
-		if (m && strpbrk(m, "wax+"))
-			return true;
-	}
-	if (flags && PyLong_Check(flags)) {
-		long f = PyLong_AsLong(flags);
-		PyErr_Clear();
-		if ((f & O_ACCMODE) != O_RDONLY || (f & (O_CREAT | O_TRUNC | O_APPEND)))
-			return true;
-	}
-	return false;
-}
-
-static int ev_open(const char *ev, PyObject *args)
-{
-	return check_path(ev, args, 0, -1, open_writes(args));
-}
-
-#define PATH_EVENT(fn, idx, dirfd, write)                                  \
-	static int fn(const char *ev, PyObject *args)                      \
-	{                                                                  \
-		return check_path(ev, args, idx, dirfd, write);            \
-	}
-PATH_EVENT(ev_read0, 0, -1, false)
-PATH_EVENT(ev_write0, 0, -1, true)
-PATH_EVENT(ev_write0_fd1, 0, 1, true)
-PATH_EVENT(ev_write0_fd2, 0, 2, true)
-PATH_EVENT(ev_write0_fd3, 0, 3, true)
-
-static int ev_write_two(const char *ev, PyObject *args)	/* rename, link: src and dst */
-{
-	if (check_path(ev, args, 0, 2, true) < 0)
-		return -1;
-	return check_path(ev, args, 1, 3, true);
-}
-
-static int ev_symlink(const char *ev, PyObject *args)
-{
-	return check_path(ev, args, 1, 2, true);
-}
 
 /* Denied outright; the detail is the first argument when it is a path or command. */
 static int ev_deny(const char *ev, PyObject *args)
@@ -686,10 +405,10 @@ static int ev_deny(const char *ev, PyObject *args)
 	int fd;
 	PyObject *a = PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
 	if (a && (PyUnicode_Check(a) || PyBytes_Check(a)) &&
-	    path_arg(a, buf, sizeof(buf), &fd) == PATH_STR)
-		return deny(ev, buf);
+	    audit_path_arg(a, buf, sizeof(buf), &fd) == PATH_STR)
+		return audit_deny(ev, buf);
 	PyErr_Clear();
-	return deny(ev, "");
+	return audit_deny(ev, "");
 }
 
 static int ev_kill(const char *ev, PyObject *args)
@@ -701,7 +420,7 @@ static int ev_kill(const char *ev, PyObject *args)
 		return 0;
 	char d[32];
 	snprintf(d, sizeof(d), "%ld", p);
-	return deny(ev, d);
+	return audit_deny(ev, d);
 }
 
 /* The module a file is, by its path under a trusted directory (stdlib/json/decoder.py ->
@@ -713,9 +432,9 @@ static bool module_of_file(const char *fn, char *out, size_t n)
 		snprintf(out, n, "%.*s", (int)(strlen(fn + 8) ? strlen(fn + 8) - 1 : 0), fn + 8);
 		return out[0] != '\0';
 	}
-	for (size_t i = g.trusted.n; i-- > 0;) {	/* lib-dynload before the stdlib around it */
-		const char *dir = g.trusted.items[i];
-		if (fn[0] != '/' || !under(fn, dir) || fn[strlen(dir)] != '/')
+	for (size_t i = aud.trusted.n; i-- > 0;) {	/* lib-dynload before the stdlib around it */
+		const char *dir = aud.trusted.items[i];
+		if (fn[0] != '/' || !audit_under(fn, dir) || fn[strlen(dir)] != '/')
 			continue;
 		const char *rel = fn + strlen(dir) + 1;
 		if (i == 1) {	/* lib-dynload: the stem names the module (init symbol PyInit_stem) */
@@ -759,8 +478,8 @@ static int ev_import(const char *ev, PyObject *args)
 	if (!realpath(f, real))
 		snprintf(real, sizeof(real), "%s", f);
 	bool std = module_of_file(real, mod, sizeof(mod));
-	if (!std && !in_set(&g.trusted, real)) {
-		record("import", "import", f);
+	if (!std && !audit_in_set(&aud.trusted, real)) {
+		audit_record("import", "import", f);
 		return raise_import_error(f, "not a module of the stdlib or the policy's paths");
 	}
 	return std && mod[0] ? check_import(mod, 0, false, true) : 0;
@@ -788,7 +507,7 @@ static int ev_exec(const char *ev, PyObject *args)
 /* marshal data becomes code: only the import system may do that. */
 static int ev_marshal(const char *ev, PyObject *args)
 {
-	return caller_is_importlib() ? 0 : deny(ev, "");
+	return caller_is_importlib() ? 0 : audit_deny(ev, "");
 }
 
 /* A trusted-looking filename would make code count as stdlib: only importlib compiles those. */
@@ -797,18 +516,18 @@ static int ev_compile(const char *ev, PyObject *args)
 	PyObject *fn = PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
 	char buf[PATH_MAX];
 	int fd;
-	if (!fn || path_arg(fn, buf, sizeof(buf), &fd) != PATH_STR) {
+	if (!fn || audit_path_arg(fn, buf, sizeof(buf), &fd) != PATH_STR) {
 		PyErr_Clear();
 		return 0;
 	}
 	if (!trusted_filename(buf) || caller_is_importlib())
 		return 0;
-	return deny(ev, buf);
+	return audit_deny(ev, buf);
 }
 
 static int ev_untrusted_caller(const char *ev, PyObject *args)
 {
-	return origin_trusted(false) ? 0 : deny(ev, "");
+	return origin_trusted(false) ? 0 : audit_deny(ev, "");
 }
 
 struct event_rule {
@@ -886,8 +605,8 @@ static bool rule_matches(const char *rule, const char *event)
 /* policy audit.allow: exact names, or "prefix.*" */
 static bool granted(const char *event)
 {
-	for (size_t i = 0; i < g.n_audit_allow; i++) {
-		const char *a = g.audit_allow[i];
+	for (size_t i = 0; i < aud.n_audit_allow; i++) {
+		const char *a = aud.audit_allow[i];
 		size_t n = strlen(a);
 		if (n >= 2 && strcmp(a + n - 2, ".*") == 0) {
 			if (strncmp(event, a, n - 1) == 0)
@@ -901,16 +620,16 @@ static bool granted(const char *event)
 
 static int hook(const char *event, PyObject *args, void *data)
 {
-	if (!g.active || g.depth > 0)
+	if (!aud.active || aud.depth > 0)
 		return 0;
 	for (size_t i = 0; i < PS_ARRAY_LEN(rules); i++) {
 		if (!rule_matches(rules[i].name, event))
 			continue;
 		if (granted(event))
 			return 0;
-		g.depth++;
+		aud.depth++;
 		int r = rules[i].check(event, args);
-		g.depth--;
+		aud.depth--;
 		return r;
 	}
 	return 0;
@@ -918,9 +637,9 @@ static int hook(const char *event, PyObject *args, void *data)
 
 int ps_audit_install(void)
 {
-	if (g.installed)
+	if (aud.installed)
 		return 0;
-	g.installed = true;
+	aud.installed = true;
 	return PySys_AddAuditHook(hook, NULL);
 }
 
@@ -938,42 +657,42 @@ int ps_audit_configure(const struct ps_interp_opts *o, const char *stdlib_dir,
 		       const char *dynload_dir, char *err, size_t errlen)
 {
 	const struct ps_policy *p = o->policy;
-	g.policy = p && p->name ? p->name : "default";
+	aud.policy = p && p->name ? p->name : "default";
 	int r = 0;
 	/* trusted.items[0] must be the stdlib (import_machinery relies on it) */
-	r |= set_add(&g.trusted, stdlib_dir);
-	r |= set_add(&g.trusted, dynload_dir);
-	r |= set_add(&g.readable, stdlib_dir);
-	r |= set_add(&g.readable, dynload_dir);
+	r |= set_add(&aud.trusted, stdlib_dir);
+	r |= set_add(&aud.trusted, dynload_dir);
+	r |= set_add(&aud.readable, stdlib_dir);
+	r |= set_add(&aud.readable, dynload_dir);
 	static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/urandom",
 					       "/dev/random" };
 	for (size_t i = 0; i < PS_ARRAY_LEN(devices); i++)
-		r |= set_add(&g.readable, devices[i]);
-	r |= set_add(&g.writable, "/dev/null");
+		r |= set_add(&aud.readable, devices[i]);
+	r |= set_add(&aud.writable, "/dev/null");
 	for (size_t i = 0; p && i < p->python_paths.n; i++) {
-		r |= set_add(&g.trusted, p->python_paths.items[i]);
-		r |= set_add(&g.readable, p->python_paths.items[i]);
+		r |= set_add(&aud.trusted, p->python_paths.items[i]);
+		r |= set_add(&aud.readable, p->python_paths.items[i]);
 	}
 	for (size_t i = 0; p && i < p->read_paths.n; i++)
-		r |= set_add(&g.readable, p->read_paths.items[i]);
+		r |= set_add(&aud.readable, p->read_paths.items[i]);
 	for (size_t i = 0; p && i < p->write_paths.n; i++)
-		r |= set_add(&g.writable, p->write_paths.items[i]);
+		r |= set_add(&aud.writable, p->write_paths.items[i]);
 	if (r) {
 		snprintf(err, errlen, "audit: too many paths (at most %d a kind)", MAX_PATHS);
 		return -1;
 	}
-	g.modules = copy_list(o->modules, &g.n_modules);
-	g.audit_allow = copy_list(p ? &p->audit_allow : NULL, &g.n_audit_allow);
-	if (!g.modules || !g.audit_allow) {
+	aud.modules = copy_list(o->modules, &aud.n_modules);
+	aud.audit_allow = copy_list(p ? &p->audit_allow : NULL, &aud.n_audit_allow);
+	if (!aud.modules || !aud.audit_allow) {
 		snprintf(err, errlen, "audit: out of memory");
 		return -1;
 	}
-	qsort(g.modules, g.n_modules, sizeof(char *), cmp_str);
-	g.import_error = PyErr_NewExceptionWithDoc(
+	qsort(aud.modules, aud.n_modules, sizeof(char *), cmp_str);
+	aud.import_error = PyErr_NewExceptionWithDoc(
 		"pysnip.PolicyImportError", "An import the pysnip policy denies.",
 		PyExc_ModuleNotFoundError, NULL);
-	g.pathlib_name = PyUnicode_InternFromString("pathlib");
-	if (!g.import_error || !g.pathlib_name) {
+	aud.pathlib_name = PyUnicode_InternFromString("pathlib");
+	if (!aud.import_error || !aud.pathlib_name) {
 		PyErr_Clear();
 		snprintf(err, errlen, "audit: PyErr_NewException(PolicyImportError) failed");
 		return -1;
@@ -983,22 +702,22 @@ int ps_audit_configure(const struct ps_interp_opts *o, const char *stdlib_dir,
 
 void ps_audit_activate(void)
 {
-	g.active = true;
+	aud.active = true;
 }
 
 void ps_audit_set_scratch(const char *dir)
 {
-	if (!realpath(dir, g.scratch))
-		snprintf(g.scratch, sizeof(g.scratch), "%s", dir);
+	if (!realpath(dir, aud.scratch))
+		snprintf(aud.scratch, sizeof(aud.scratch), "%s", dir);
 }
 
 void ps_audit_protect_fd(int fd)
 {
-	for (size_t i = 0; i < PS_ARRAY_LEN(g.protected_fds); i++) {
-		if (g.protected_fds[i] == fd)
+	for (size_t i = 0; i < PS_ARRAY_LEN(aud.protected_fds); i++) {
+		if (aud.protected_fds[i] == fd)
 			return;
-		if (g.protected_fds[i] < 0) {
-			g.protected_fds[i] = fd;
+		if (aud.protected_fds[i] < 0) {
+			aud.protected_fds[i] = fd;
 			return;
 		}
 	}
@@ -1035,5 +754,5 @@ static int set_sorted(char ***v, size_t *n, PyObject *names)
 
 int ps_audit_set_closure(PyObject *names)
 {
-	return set_sorted(&g.closure, &g.n_closure, names);
+	return set_sorted(&aud.closure, &aud.n_closure, names);
 }

@@ -1,0 +1,70 @@
+/* Internal to the Python layer's C files (audit.c, audit_paths.c): the hook's state and the
+ * helpers they share. Nothing else includes it. */
+#ifndef PS_AUDIT_INT_H
+#define PS_AUDIT_INT_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include "audit.h"
+
+#define MAX_DENIALS 64
+#define MAX_PATHS 64
+#define MAX_RAISED 16
+
+struct denial {
+	char layer[8];
+	char event[48];
+	char detail[256];
+	int line;		/* snippet line, -1 when unknown */
+};
+
+struct path_set {
+	char *items[MAX_PATHS];
+	size_t n;
+};
+
+struct ps_audit_state {
+	bool installed, active;
+	int depth;			/* re-entrancy: events raised by the hook's own calls pass */
+	const char *policy;
+	struct path_set readable, writable, trusted;
+	char **modules;			/* sorted allowlist */
+	size_t n_modules;
+	char **closure;			/* sorted: what the allowed modules import (exact names) */
+	size_t n_closure;
+	char **audit_allow;
+	size_t n_audit_allow;
+	char scratch[PATH_MAX];
+	int protected_fds[4];		/* status, report, the report's private copy */
+	PyObject *import_error;		/* PolicyImportError, a ModuleNotFoundError */
+	PyObject *orig_import;
+	PyObject *pathlib_name;
+	struct denial denials[MAX_DENIALS];
+	size_t n_denials;
+	PyObject *raised[MAX_RAISED];	/* the last exceptions the hook raised (strong refs) */
+	size_t n_raised;
+};
+
+extern struct ps_audit_state aud;
+
+/* audit.c */
+bool audit_under(const char *path, const char *prefix);
+bool audit_in_set(const struct path_set *s, const char *path);
+void audit_record(const char *layer, const char *event, const char *detail);
+void audit_remember_raised(void);
+int audit_deny(const char *event, const char *detail);
+
+/* audit_paths.c: path arguments and the file events */
+enum path_kind { PATH_NONE, PATH_STR, PATH_FD, PATH_BAD };
+enum path_kind audit_path_arg(PyObject *o, char *buf, size_t n, int *fd);
+int ev_open(const char *ev, PyObject *args);
+int ev_read0(const char *ev, PyObject *args);
+int ev_write0(const char *ev, PyObject *args);
+int ev_write0_fd1(const char *ev, PyObject *args);
+int ev_write0_fd2(const char *ev, PyObject *args);
+int ev_write0_fd3(const char *ev, PyObject *args);
+int ev_write_two(const char *ev, PyObject *args);
+int ev_symlink(const char *ev, PyObject *args);
+
+#endif
