@@ -109,6 +109,9 @@ static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *
 	w.init_in_child = &io;
 	r->limits = p->limits;
 	ret = ps_worker_run(&w, r, &out);
+	/* One run only: the PID namespace's init may go while the verdict is rendered. */
+	if (w.ns_static)
+		ps_ns_release_start();
 	if (ret < 0 && !out.host_error[0])
 		snprintf(out.host_error, sizeof(out.host_error), "worker: %s", strerror(-ret));
 	json = ps_verdict_render(p, r, &out, o->pretty);

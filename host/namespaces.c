@@ -111,15 +111,23 @@ static __attribute__((noreturn)) void holder_main(int alive_fd)
 static pid_t holder_pid = -1;
 static int holder_alive_fd = -1;
 
+void ps_ns_release_start(void)
+{
+	if (holder_alive_fd < 0)
+		return;
+	close(holder_alive_fd);
+	holder_alive_fd = -1;
+	kill(holder_pid, SIGKILL);
+}
+
 void ps_ns_release(void)
 {
 	if (holder_pid <= 0)
 		return;
-	close(holder_alive_fd);
+	ps_ns_release_start();
 	while (waitpid(holder_pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	holder_pid = -1;
-	holder_alive_fd = -1;
 }
 
 static int enter_pid_ns(char *err, size_t errlen)

@@ -97,7 +97,9 @@ const char *ps_syscall_name(int nr);
 /* Parent/zygote, once: enter the namespaces that do not change per run (net, ipc, uts; a user
  * namespace first when not root). Returns the CLONE_NEW* bits entered, or -1 with err. */
 int ps_ns_enter_static(const struct ps_policy *p, bool best_effort, char *err, size_t errlen);
-/* End the PID namespace's init (and with it any survivor) and reap it. */
+/* End the PID namespace's init (and with it any survivor) and reap it. _start only asks it
+ * to go, so that its teardown overlaps with whatever the caller does before ps_ns_release. */
+void ps_ns_release_start(void);
 void ps_ns_release(void);
 /* fork() that also gives the child its own PID namespace (and mount namespace) when allowed;
  * falls back to a plain fork() where the host refuses them. */

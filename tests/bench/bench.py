@@ -1,7 +1,10 @@
-"""pysnip benchmarks: figures printed from one run, ratios against a baseline measured in the
-same run. Not a test: nothing here fails on a slow machine.
+"""pysnip exec benchmark: figures printed from one run, ratios against a baseline measured in
+the same run. Not a test: nothing here fails on a slow machine.
 
     make bench            (or: /usr/bin/python3 tests/bench/bench.py --pysnip ./pysnip)
+
+Every variant runs once per round, round after round, so that the machine's noise falls on all
+of them alike; the figures are medians over the rounds.
 """
 import argparse
 import json
@@ -13,67 +16,61 @@ import tempfile
 import time
 
 BARE = ["/usr/bin/python3.11", "-I", "-S"]
+KERNEL_LAYERS = ("identity", "landlock", "seccomp", "namespaces")
 
 
-def time_runs(cmd, n, stdin=None):
-    """Median and p90 wall time (ms) of n runs of cmd, after 3 warm-up runs."""
-    samples = []
-    for i in range(n + 3):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       check=False)
-        dt = (time.perf_counter() - t0) * 1000
-        if i >= 3:
-            samples.append(dt)
-    samples.sort()
-    return statistics.median(samples), samples[int(len(samples) * 0.9) - 1]
+def once(cmd):
+    t0 = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return (time.perf_counter() - t0) * 1000
 
 
-def bench_exec(pysnip, n):
-    with tempfile.TemporaryDirectory() as d:
-        hello = os.path.join(d, "hello.py")
-        with open(hello, "w") as f:
-            f.write("print('hello')\n")
-        out = subprocess.run([pysnip, "exec", hello], capture_output=True, check=True)
-        verdict = json.loads(out.stdout)
-        assert verdict["status"] == "ok", verdict
-        rows = []
-        # Interleave to share the machine's noise fairly between the two.
-        bare, pys = [], []
-        for _ in range(3):
-            bare.append(time_runs(BARE + [hello], n // 3))
-            pys.append(time_runs([pysnip, "exec", hello], n // 3))
-        b = statistics.median(x[0] for x in bare)
-        p = statistics.median(x[0] for x in pys)
-        rows.append(("python3.11 -I -S hello.py", b))
-        rows.append(("pysnip exec hello.py (all layers)", p))
-        layers = {}
-        for layer in ("seccomp", "landlock", "namespaces", "identity"):
-            m, _ = time_runs([pysnip, "exec", "--disable-layer", layer, hello], n // 3)
-            layers[layer] = m
-        m, _ = time_runs([pysnip, "exec"] + sum([["--disable-layer", l] for l in
-                         ("seccomp", "landlock", "namespaces", "identity")], []) + [hello], n // 3)
-        layers["all kernel layers"] = m
-        return rows, b, p, layers, verdict["sandbox"]
+def off(*layers):
+    return sum((["--disable-layer", layer] for layer in layers), [])
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pysnip", default=os.path.join(os.getcwd(), "pysnip"))
-    ap.add_argument("-n", type=int, default=90)
+    ap.add_argument("-n", type=int, default=80, help="rounds")
     a = ap.parse_args()
-    print("pysnip bench: %d runs each, median wall ms, %s" % (a.n, time.strftime("%Y-%m-%d")))
-    rows, b, p, layers, sandbox = bench_exec(a.pysnip, a.n)
-    for name, ms in rows:
-        print("  %-42s %8.2f ms" % (name, ms))
-    print("  %-42s %8.3f   (target <= 1.15 for issue 2, <= 1.25 with every layer, issue 3)"
-          % ("ratio pysnip/python", p / b))
-    print("  layers held in the measured run: seccomp=%s landlock_abi=%s namespaces=%s uid=%s"
-          % (sandbox.get("seccomp"), sandbox.get("landlock_abi"), sandbox.get("namespaces"),
-             sandbox.get("uid")))
-    print("  per-layer cost (median ms with that layer off; lower = the layer costs more):")
-    for k, v in layers.items():
-        print("    without %-30s %8.2f ms  (saves %+.2f ms)" % (k, v, p - v))
+    with tempfile.TemporaryDirectory() as d:
+        hello = os.path.join(d, "hello.py")
+        with open(hello, "w") as f:
+            f.write("print('hello')\n")
+        verdict = json.loads(subprocess.run([a.pysnip, "exec", hello], capture_output=True,
+                                            check=True).stdout)
+        assert verdict["status"] == "ok", verdict
+        variants = [("python3.11 -I -S hello.py", BARE + [hello]),
+                    ("pysnip exec hello.py, every layer", [a.pysnip, "exec", hello]),
+                    ("pysnip exec, kernel layers off", [a.pysnip, "exec"] + off(*KERNEL_LAYERS)
+                     + [hello])]
+        variants += [("pysnip exec, %s off" % layer, [a.pysnip, "exec"] + off(layer) + [hello])
+                     for layer in KERNEL_LAYERS]
+        samples = {name: [] for name, _ in variants}
+        for _ in range(3):  # warm-up
+            for _, cmd in variants:
+                once(cmd)
+        for _ in range(a.n):
+            for name, cmd in variants:
+                samples[name].append(once(cmd))
+    med = {name: statistics.median(v) for name, v in samples.items()}
+    base = med[variants[0][0]]
+    allon = med[variants[1][0]]
+    print("pysnip exec bench: %d interleaved rounds, median wall ms (%s, load %.2f)"
+          % (a.n, time.strftime("%Y-%m-%d"), os.getloadavg()[0]))
+    for name, _ in variants:
+        extra = ""
+        if name.endswith(" off") and "kernel" not in name:
+            extra = "   (the layer costs %+.2f ms)" % (allon - med[name])
+        print("  %-40s %7.2f ms  %5.3fx%s" % (name, med[name], med[name] / base, extra))
+    print("  ratio, every layer on:   %.3f   (issue 3 target <= 1.25)" % (allon / base))
+    print("  ratio, kernel layers off: %.3f   (issue 2 target <= 1.15)"
+          % (med[variants[2][0]] / base))
+    s = verdict["sandbox"]
+    print("  held in the measured run: seccomp=%s landlock_abi=%s namespaces=%s uid=%s"
+          % (s.get("seccomp"), s.get("landlock_abi"), ",".join(s.get("namespaces", [])),
+             s.get("uid")))
 
 
 if __name__ == "__main__":
