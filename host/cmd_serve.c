@@ -172,14 +172,14 @@ static int load_policies(struct serve *sv, const char *list)
 	return 0;
 }
 
-static int start_zygotes(struct serve *sv, const struct ps_opts *o, unsigned runners)
+static int start_zygotes(struct serve *sv, const struct ps_opts *o, unsigned spare)
 {
 	char err[1024];
 
 	for (size_t i = 0; i < sv->n; i++) {
 		ps_zygote_init(&sv->zygotes[i], sv->policies[i].path ? sv->policies[i].path
 								    : sv->policies[i].name,
-			       sv->policies[i].name, sv->tmp_root, o->layers_off, runners);
+			       sv->policies[i].name, sv->tmp_root, o->layers_off, spare);
 		if (ps_zygote_start(&sv->zygotes[i], err, sizeof(err)) < 0) {
 			ps_err("%s", err);
 			return -1;
@@ -266,7 +266,7 @@ static int serve(struct serve *sv, const struct ps_opts *o, struct ps_server_con
 	char err[512];
 	int sig;
 
-	/* workers + 1 runners per zygote: one is idle even when every worker runs its policy. */
+	/* workers + 1 spares per zygote: one is forked ahead even when every worker runs its policy. */
 	if (start_zygotes(sv, o, cfg->workers + 1) < 0)
 		return PS_EXIT_INTERNAL;
 	if (pthread_create(&mon, NULL, monitor, sv)) {

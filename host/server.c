@@ -15,8 +15,7 @@
 #include "result.h"
 #include "util.h"
 
-/* Grace beyond the wall limit before the front gives up on a zygote's answer. */
-enum { ANSWER_GRACE_MS = 30000, CONNECTION_TIMEOUT_S = 60 };
+enum { CONNECTION_TIMEOUT_S = 60 };
 
 static const double latency_buckets[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 					  0.1,	  0.25,	 0.5,	 1,	2.5,   5,     10 };
@@ -165,20 +164,17 @@ static char *run_one(struct ps_server *s, const struct ps_job *j, size_t i, unsi
 {
 	struct ps_policy *p = &s->cfg.policies[j->policy];
 	struct ps_zygote *z = &s->cfg.zygotes[j->policy];
-	struct ps_zreq h = { .magic = PS_ZREQ_MAGIC, .slot = slot, .limits = j->limits };
+	struct ps_run r = { .code = j->code, .code_len = j->code_len, .stdin_data = j->stdins[i],
+			    .limits = j->limits, .slot = slot };
 	struct ps_zanswer a;
-	char msg[600];
 
-	h.code_len = j->code_len;
-	h.stdin_len = j->stdins[i] ? strlen(j->stdins[i]) : 0;
-	if (ps_zygote_call(z, &h, j->code, j->stdins[i] ? j->stdins[i] : "",
-			   j->limits.wall_ms + ANSWER_GRACE_MS, &a) == 0) {
+	r.stdin_len = j->stdins[i] ? strlen(j->stdins[i]) : 0;
+	if (ps_zygote_call(z, p, &r, &a) == 0) {
 		*status = a.status;
 		return a.json;
 	}
 	*status = PS_STATUS_INTERNAL_ERROR;
-	snprintf(msg, sizeof(msg), "zygote %s: %s", z->name, a.error);
-	return ps_verdict_internal_error(p, msg, false);
+	return ps_verdict_internal_error(p, a.error, false);
 }
 
 static void count_status(struct ps_server *s, int status)

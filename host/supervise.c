@@ -7,16 +7,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "util.h"
 #include "worker.h"
 
-enum { REPORT_MAX = 4 << 20 };
+enum { REPORT_MAX = 4 << 20, REAPED_WAIT_MS = 10000 };
+
+#ifndef PIDFD_SIGNAL_PROCESS_GROUP
+#define PIDFD_SIGNAL_PROCESS_GROUP (1UL << 2)
+#endif
 
 struct sv {
 	pid_t pid;
+	int pidfd;
+	bool remote;		/* a zygote's child: signalled through its pidfd */
+	const struct ps_supervise_fds *f;
 	const struct ps_run *r;
 	struct ps_outcome *o;
 	uint64_t start_us;
@@ -25,12 +33,24 @@ struct sv {
 	bool killed;
 };
 
+/* The worker leads its own process group (setsid in phase_lifecycle). A zygote's worker
+ * lives in a PID namespace we cannot name pids in: its pidfd names the group. */
+static void kill_group(struct sv *s)
+{
+	if (!s->remote) {
+		kill(-s->pid, SIGKILL);
+		return;
+	}
+	if (s->pidfd >= 0 &&
+	    syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, PIDFD_SIGNAL_PROCESS_GROUP) < 0)
+		syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+}
+
 static void kill_all(struct sv *s)
 {
-	/* The worker leads its own process group; in its own PID namespace it is init, and
-	 * killing it takes every process of the namespace with it. */
-	kill(-s->pid, SIGKILL);
-	kill(s->pid, SIGKILL);
+	kill_group(s);
+	if (!s->remote)
+		kill(s->pid, SIGKILL);
 	s->killed = true;
 }
 
@@ -138,15 +158,42 @@ static bool read_status(struct sv *s, int fd)
 
 static bool write_stdin(struct sv *s, int fd)
 {
-	const struct ps_run *r = s->r;
-	ssize_t n = write(fd, r->stdin_data + s->in_off, r->stdin_len - s->in_off);
+	const struct ps_supervise_fds *f = s->f;
+	ssize_t n = write(fd, f->feed + s->in_off, f->feed_len - s->in_off);
 
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return true;
 	if (n <= 0)
 		return false;	/* EPIPE: the snippet stopped reading; that is its business */
 	s->in_off += (size_t)n;
-	return s->in_off < r->stdin_len;
+	return s->in_off < f->feed_len;
+}
+
+/* A zygote's worker: the zygote reaps it and sends what wait4 said. */
+static bool read_reaped(int fd, struct ps_outcome *o)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct ps_reaped m;
+	ssize_t n = -1;
+
+	if (poll(&p, 1, REAPED_WAIT_MS) > 0)
+		do
+			n = read(fd, &m, sizeof(m));
+		while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(m) || m.magic != PS_REAPED_MAGIC) {
+		snprintf(o->host_error, sizeof(o->host_error),
+			 "the zygote ended before it reaped the worker (zygote killed or crashed)");
+		return false;
+	}
+	o->wait_status = m.wait_status;
+	o->ru = m.ru;
+	if (m.cgroup_used) {
+		o->cgroup_used = true;
+		o->held.cgroup = 1;
+		o->cgroup_memory_peak = m.cgroup_memory_peak;
+		o->cgroup_oom_kills = m.cgroup_oom_kills;
+	}
+	return true;
 }
 
 enum { FD_OUT, FD_ERR, FD_STATUS, FD_REPORT, FD_IN, FD_PID, FD_COUNT };
@@ -163,7 +210,8 @@ static int poll_timeout(uint64_t deadline)
 void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_run *r,
 		  uint64_t start_us, struct ps_outcome *o)
 {
-	struct sv s = { .pid = pid, .r = r, .o = o, .start_us = start_us };
+	struct sv s = { .pid = pid, .pidfd = f->pidfd, .remote = f->life >= 0, .f = f, .r = r,
+			.o = o, .start_us = start_us };
 	struct pollfd p[FD_COUNT];
 	uint64_t deadline = start_us + r->limits.wall_ms * 1000;
 	bool exited = false;
@@ -173,11 +221,11 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 	p[FD_ERR] = (struct pollfd){ .fd = f->err, .events = POLLIN };
 	p[FD_STATUS] = (struct pollfd){ .fd = f->status, .events = POLLIN };
 	p[FD_REPORT] = (struct pollfd){ .fd = f->report, .events = POLLIN };
-	p[FD_IN] = (struct pollfd){ .fd = r->stdin_len ? f->in : -1, .events = POLLOUT };
+	p[FD_IN] = (struct pollfd){ .fd = f->feed_len ? f->in : -1, .events = POLLOUT };
 	p[FD_PID] = (struct pollfd){ .fd = f->pidfd, .events = POLLIN };
-	if (!r->stdin_len)
+	if (!f->feed_len && f->in >= 0)
 		close(f->in);
-	else
+	else if (f->in >= 0)
 		fcntl(f->in, F_SETFL, O_NONBLOCK);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -210,7 +258,7 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 			exited = true;
 			if (o->have_held)
 				o->run_us = ps_now_us() - start_us - o->setup_us;
-			kill(-pid, SIGKILL);	/* no survivor in the worker's group */
+			kill_group(&s);	/* no survivor in the worker's group */
 			p[FD_PID].fd = -1;
 		}
 		for (int i = FD_OUT; i <= FD_IN; i++) {
@@ -237,11 +285,15 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 	for (int i = FD_OUT; i <= FD_IN; i++)
 		if (p[i].fd >= 0)
 			close(p[i].fd);
-	while (wait4(pid, &o->wait_status, 0, &o->ru) < 0) {
-		if (errno != EINTR)
-			break;
+	if (s.remote) {
+		o->reaped = read_reaped(f->life, o);
+	} else {
+		while (wait4(pid, &o->wait_status, 0, &o->ru) < 0) {
+			if (errno != EINTR)
+				break;
+		}
+		o->reaped = true;
 	}
-	o->reaped = true;
 	o->wall_us = ps_now_us() - start_us;
-	kill(-pid, SIGKILL);
+	kill_group(&s);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -25,7 +26,10 @@ enum { CHILD_STATUS_FD = 3, CHILD_REPORT_FD = 4, CHILD_FIRST_FREE_FD = 5 };
 
 struct child {
 	const struct ps_worker *w;
-	const struct ps_run *r;
+	const struct ps_limits *limits;	/* applied by the phases (a request may lower them) */
+	bool await_request;		/* forked ahead of demand: the code comes on fd 0 */
+	const char *code;
+	size_t code_len;
 	const char *scratch;
 	pid_t parent;
 	int in, out, err, status, report;	/* child ends before phase_stdio */
@@ -56,6 +60,12 @@ static int phase_lifecycle(struct child *c)
 {
 	sigset_t all;
 
+	/* Forked ahead of demand: the phases are background work until a request claims us. */
+	if (c->await_request) {
+		prctl(PR_SET_NAME, "pysnip-worker");
+		if (c->w->ahead_nice > 0)
+			(void)setpriority(PRIO_PROCESS, 0, c->w->ahead_nice);
+	}
 	if (c->w->init_in_child) {
 		char err[sizeof(c->e.msg)];
 
@@ -127,7 +137,7 @@ static int phase_scratch(struct child *c)
 				return -1;
 		}
 		if ((c->w->ns_static || getuid() == 0) &&
-		    ps_ns_mount_scratch(c->scratch, c->r->limits.scratch_bytes, &c->held, &c->e) < 0 &&
+		    ps_ns_mount_scratch(c->scratch, c->limits->scratch_bytes, &c->held, &c->e) < 0 &&
 		    layer_failed(c, PS_LAYER_NAMESPACES) < 0)
 			return -1;
 	}
@@ -143,7 +153,7 @@ static int phase_scratch(struct child *c)
  * private uid's RLIMIT_NPROC is in place when that uid comes to exist. */
 static int phase_limits(struct child *c)
 {
-	return ps_limits_apply(&c->r->limits, c->id.drop_uid, &c->e);
+	return ps_limits_apply(c->limits, c->id.drop_uid, &c->e);
 }
 
 /* Credentials before the filter, so the filter needn't allow setresuid. */
@@ -198,6 +208,59 @@ static int phase_seccomp(struct child *c)
 	return 0;
 }
 
+static int read_exact(int fd, void *buf, size_t len)
+{
+	char *b = buf;
+
+	while (len) {
+		ssize_t n = read(fd, b, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EPIPE;
+		b += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Forked ahead of demand: wait here, every other phase held, for the request; then lower the
+ * rlimits to its limits. Soft and hard both (ps_limits_apply), so that the snippet cannot
+ * raise them back; prlimit64 on ourselves is all the filter lets through for it. The code
+ * is read with malloc: the zygote we were forked from is single-threaded. */
+static int phase_request(struct child *c)
+{
+	struct ps_wreq q;
+	char *code;
+	int ret;
+
+	if (!c->await_request)
+		return 0;
+	ret = read_exact(0, &q, sizeof(q));
+	if (ret == 0 && q.magic != PS_WREQ_MAGIC)
+		ret = -EPROTO;
+	if (ret < 0) {
+		ps_child_err_set(&c->e, -ret, "read(0, request): %s", ps_errstr(-ret));
+		return -1;
+	}
+	code = malloc(q.code_len + 1);
+	if (!code) {
+		ps_child_err_set(&c->e, ENOMEM, "malloc(%llu): %s", (unsigned long long)q.code_len,
+				 ps_errstr(ENOMEM));
+		return -1;
+	}
+	ret = read_exact(0, code, q.code_len);
+	if (ret < 0) {
+		ps_child_err_set(&c->e, -ret, "read(0, code): %s", ps_errstr(-ret));
+		return -1;
+	}
+	code[q.code_len] = '\0';
+	c->code = code;
+	c->code_len = q.code_len;
+	return ps_limits_apply(&q.limits, c->id.drop_uid, &c->e);
+}
+
 static const struct phase {
 	const char *name;
 	int (*run)(struct child *c);
@@ -211,6 +274,7 @@ static const struct phase {
 	{ "landlock", phase_landlock },
 	{ "fds", phase_fds },
 	{ "seccomp", phase_seccomp },
+	{ "request", phase_request },
 };
 
 static void child_report(struct child *c, uint32_t kind, int phase)
@@ -239,7 +303,7 @@ static __attribute__((noreturn)) void child_main(struct child *c)
 	}
 	ps_interp_set_report_token(c->token);
 	child_report(c, PS_REC_HELD, -1);
-	_exit(ps_interp_run(c->r->code, c->r->code_len, CHILD_REPORT_FD));
+	_exit(ps_interp_run(c->code, c->code_len, CHILD_REPORT_FD));
 }
 
 const char *ps_worker_phase_name(int i)
@@ -363,24 +427,30 @@ static pid_t spawn(const struct ps_worker *w, const struct ps_cgroup *cg)
 	return pid;
 }
 
-int ps_worker_run(const struct ps_worker *w, const struct ps_run *r, struct ps_outcome *o)
+int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const struct ps_run *r,
+		    unsigned slot, struct ps_worker_proc *p, struct ps_outcome *o)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, errp[2] = { -1, -1 };
 	int status[2] = { -1, -1 }, report[2] = { -1, -1 };
-	char scratch[300];
 	struct child c;
-	struct ps_supervise_fds f;
-	struct ps_cgroup cg;
-	uint64_t start;
 	pid_t pid;
 	int ret = 0;
 
 	memset(o, 0, sizeof(*o));
+	memset(p, 0, sizeof(*p));
+	p->pid = -1;
+	p->f = (struct ps_supervise_fds){ -1, -1, -1, -1, -1, -1, -1, NULL, 0 };
+	p->cg.dir_fd = -1;
 	memset(&c, 0, sizeof(c));
 	c.w = w;
-	c.r = r;
+	c.limits = l;
+	c.await_request = !r;
+	if (r) {
+		c.code = r->code;
+		c.code_len = r->code_len;
+	}
 	c.parent = getpid();
-	ps_identity_plan(w->policy, r->slot, &c.id);
+	ps_identity_plan(w->policy, slot, &c.id);
 	if (w->layers_off & (1u << PS_LAYER_IDENTITY))
 		c.id.drop_uid = false;
 
@@ -390,18 +460,19 @@ int ps_worker_run(const struct ps_worker *w, const struct ps_run *r, struct ps_o
 		return ret;
 	}
 	c.token = o->report_token;
-	ret = make_scratch(w, &c.id, scratch, sizeof(scratch));
+	ret = make_scratch(w, &c.id, p->scratch, sizeof(p->scratch));
 	if (ret < 0) {
 		snprintf(o->host_error, sizeof(o->host_error), "mkdtemp(%s/pysnip-run-XXXXXX): %s",
 			 w->tmp_base, strerror(-ret));
+		p->scratch[0] = '\0';
 		return ret;
 	}
-	c.scratch = scratch;
+	c.scratch = p->scratch;
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 	    pipe2(status, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0) {
 		ret = -errno;
 		snprintf(o->host_error, sizeof(o->host_error), "pipe2(): %s", strerror(errno));
-		goto out;
+		goto fail;
 	}
 	c.in = in[0];
 	c.out = out[1];
@@ -410,20 +481,21 @@ int ps_worker_run(const struct ps_worker *w, const struct ps_run *r, struct ps_o
 	c.report = report[1];
 
 	if (w->cgroup) {
-		if (ps_cgroup_create(w->policy->cgroup_parent, &r->limits, &cg, o->host_error,
+		if (ps_cgroup_create(w->policy->cgroup_parent, l, &p->cg, o->host_error,
 				     sizeof(o->host_error)) < 0) {
+			p->cg.dir_fd = -1;
 			ret = -EIO;
-			goto out;
+			goto fail;
 		}
 		o->cgroup_used = true;
 	}
 	fflush(NULL);
-	start = ps_now_us();
-	pid = spawn(w, o->cgroup_used ? &cg : NULL);
+	p->fork_us = ps_now_us();
+	pid = spawn(w, o->cgroup_used ? &p->cg : NULL);
 	if (pid < 0) {
 		ret = -errno;
 		snprintf(o->host_error, sizeof(o->host_error), "fork(): %s", strerror(errno));
-		goto out;
+		goto fail;
 	}
 	if (pid == 0)
 		child_main(&c);
@@ -433,35 +505,62 @@ int ps_worker_run(const struct ps_worker *w, const struct ps_run *r, struct ps_o
 	close(errp[1]);
 	close(status[1]);
 	close(report[1]);
-	in[0] = out[1] = errp[1] = status[1] = report[1] = -1;
-	f.in = in[1];
-	f.out = out[0];
-	f.err = errp[0];
-	f.status = status[0];
-	f.report = report[0];
-	f.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	ps_supervise(pid, &f, r, start, o);
-	if (f.pidfd >= 0)
-		close(f.pidfd);
-	in[1] = -1; /* ps_supervise closed it */
-	if (o->cgroup_used) {
-		struct ps_cgroup_stats cs;
-
-		ps_cgroup_read_stats(&cg, &cs);
-		o->cgroup_memory_peak = cs.memory_peak;
-		o->cgroup_oom_kills = cs.oom_kills;
-		o->held.cgroup = 1;
-	}
-out:
-	if (o->cgroup_used)
-		ps_cgroup_destroy(&cg);
+	p->pid = pid;
+	p->f.in = in[1];
+	p->f.out = out[0];
+	p->f.err = errp[0];
+	p->f.status = status[0];
+	p->f.report = report[0];
+	p->f.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	return 0;
+fail:
 	close_pair(in);
 	close_pair(out);
 	close_pair(errp);
 	close_pair(status);
 	close_pair(report);
-	ps_rmtree(scratch);
+	ps_worker_cleanup(p, o);
 	return ret;
+}
+
+void ps_worker_cleanup(struct ps_worker_proc *p, struct ps_outcome *o)
+{
+	int *fds[] = { &p->f.in, &p->f.out, &p->f.err, &p->f.status, &p->f.report, &p->f.pidfd };
+
+	for (size_t i = 0; i < PS_ARRAY_LEN(fds); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+	if (o->cgroup_used && p->cg.dir_fd >= 0) {
+		struct ps_cgroup_stats cs;
+
+		ps_cgroup_read_stats(&p->cg, &cs);
+		o->cgroup_memory_peak = cs.memory_peak;
+		o->cgroup_oom_kills = cs.oom_kills;
+		o->held.cgroup = 1;
+		ps_cgroup_destroy(&p->cg);
+		p->cg.dir_fd = -1;
+	}
+	if (p->scratch[0])
+		ps_rmtree(p->scratch);
+	p->scratch[0] = '\0';
+}
+
+int ps_worker_run(const struct ps_worker *w, const struct ps_run *r, struct ps_outcome *o)
+{
+	struct ps_worker_proc p;
+	int ret = ps_worker_spawn(w, &r->limits, r, r->slot, &p, o);
+
+	if (ret < 0)
+		return ret;
+	p.f.feed = r->stdin_data;
+	p.f.feed_len = r->stdin_len;
+	ps_supervise(p.pid, &p.f, r, p.fork_us, o);
+	/* ps_supervise closed the channels; the pidfd is ours. */
+	p.f.in = p.f.out = p.f.err = p.f.status = p.f.report = -1;
+	ps_worker_cleanup(&p, o);
+	return 0;
 }
 
 void ps_outcome_free(struct ps_outcome *o)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/resource.h>
 
+#include "cgroup.h"
 #include "policy.h"
 #include "sandbox.h"
 
@@ -25,6 +26,9 @@ struct ps_worker {
 	 * fork, so a small parent forks and nothing is copied twice. NULL: the parent already
 	 * holds an initialised interpreter (a zygote). */
 	const struct ps_interp_opts *init_in_child;
+	/* > 0: workers forked ahead of demand do their phases at this nice value, out of the way
+	 * of the runs; the zygote (root) puts a worker back to 0 when a request claims it. */
+	int ahead_nice;
 };
 
 /* One request. */
@@ -82,12 +86,59 @@ int ps_worker_run(const struct ps_worker *w, const struct ps_run *r, struct ps_o
 void ps_outcome_free(struct ps_outcome *o);
 const char *ps_worker_phase_name(int i);
 
+/* A worker forked ahead of demand (serve) reads this on fd 0 when its request comes, then
+ * code_len bytes of code; what follows on fd 0 is the snippet's stdin. Its rlimits drop to
+ * limits (soft and hard, so the snippet cannot raise them back) before the snippet runs. */
+#define PS_WREQ_MAGIC 0x71727770u	/* "pwrq" */
+struct ps_wreq {
+	uint32_t magic;
+	uint32_t reserved;
+	uint64_t code_len;
+	struct ps_limits limits;
+};
+
 /* supervise.c: the parent's side of one run. */
 struct ps_supervise_fds {
-	int out, err, status, report, in;	/* parent's ends; in = -1 when no stdin data */
+	int out, err, status, report, in;	/* parent's ends; in = -1 when nothing to feed */
 	int pidfd;
+	/* -1: the worker is our child (wait4). Else it is a zygote's child and this is where
+	 * the zygote writes a struct ps_reaped when it reaped it (EOF: the zygote died). */
+	int life;
+	const char *feed;			/* written to in, then in is closed */
+	size_t feed_len;
 };
+
+#define PS_REAPED_MAGIC 0x64707270u	/* "prpd" */
+struct ps_reaped {
+	uint32_t magic;
+	int32_t wait_status;
+	struct rusage ru;
+	uint8_t cgroup_used;
+	uint64_t cgroup_memory_peak;
+	uint64_t cgroup_oom_kills;
+};
+
+/* start_us: when the run's wall clock starts (the fork, or the request for a worker forked
+ * ahead of demand). */
 void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_run *r,
 		  uint64_t start_us, struct ps_outcome *o);
+
+/* A forked worker as its parent sees it (split from ps_worker_run for the zygote). */
+struct ps_worker_proc {
+	pid_t pid;
+	struct ps_supervise_fds f;	/* life = -1, no feed */
+	char scratch[300];
+	struct ps_cgroup cg;
+	uint64_t fork_us;
+};
+
+/* Fork a worker with limits l applied by its phases. r: the run, known now (exec); NULL: the
+ * worker is forked ahead of demand and waits for a struct ps_wreq on fd 0 after its last
+ * phase. Fills o->report_token (and o->cgroup_used). 0, or -errno with o->host_error. */
+int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const struct ps_run *r,
+		    unsigned slot, struct ps_worker_proc *p, struct ps_outcome *o);
+/* After the worker was reaped: cgroup stats into o, remove its cgroup and scratch, close
+ * whatever parent ends are still open. */
+void ps_worker_cleanup(struct ps_worker_proc *p, struct ps_outcome *o);
 
 #endif

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,17 +34,23 @@ enum { CTL_FD = 3, READY_TIMEOUT_MS = 120000, RESTART_WAIT_MS = 15000, FRAME_MAX
 /* ---------------------------------------------------------------- front side */
 
 void ps_zygote_init(struct ps_zygote *z, const char *policy, const char *name,
-		    const char *tmp_root, uint32_t layers_off, unsigned runners)
+		    const char *tmp_root, uint32_t layers_off, unsigned spare)
 {
+	pthread_condattr_t ca;
+
 	memset(z, 0, sizeof(*z));
 	snprintf(z->policy, sizeof(z->policy), "%s", policy);
 	snprintf(z->name, sizeof(z->name), "%s", name);
 	snprintf(z->tmp_root, sizeof(z->tmp_root), "%s", tmp_root);
 	z->layers_off = layers_off;
-	z->runners = runners ? runners : 1;
+	z->spare = spare ? spare : 1;
 	z->pid = -1;
 	z->ctl = -1;
 	pthread_mutex_init(&z->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&z->cv, &ca);
+	pthread_condattr_destroy(&ca);
 }
 
 /* The zygote's environment: ours, with TMPDIR pointing at its own scratch base. */
@@ -66,9 +74,9 @@ static char **zygote_env(const char *tmpdir, char *tmpvar, size_t len)
 
 static int spawn(struct ps_zygote *z, int child_end, pid_t *pid, char *err, size_t errlen)
 {
-	char lo[24], parent[24], runners[24], tmpvar[sizeof(z->tmp_dir) + 8];
+	char lo[24], parent[24], spare[24], tmpvar[sizeof(z->tmp_dir) + 8];
 	char *argv[] = { "pysnip", "zygote", "--policy", z->policy, "--layers-off", lo,
-			 "--parent", parent, "--runners", runners, NULL };
+			 "--parent", parent, "--spare", spare, NULL };
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none, all;
@@ -77,7 +85,7 @@ static int spawn(struct ps_zygote *z, int child_end, pid_t *pid, char *err, size
 
 	snprintf(lo, sizeof(lo), "%u", z->layers_off);
 	snprintf(parent, sizeof(parent), "%d", (int)getpid());
-	snprintf(runners, sizeof(runners), "%u", z->runners);
+	snprintf(spare, sizeof(spare), "%u", z->spare);
 	env = zygote_env(z->tmp_dir, tmpvar, sizeof(tmpvar));
 	if (!env) {
 		snprintf(err, errlen, "zygote %s: out of memory", z->policy);
@@ -131,6 +139,86 @@ static int await_ready(struct ps_zygote *z, int ctl, char *err, size_t errlen)
 	return 0;
 }
 
+static void close_idle(struct ps_zidle *e)
+{
+	for (int i = 0; i < PS_ZWORKER_FDS; i++)
+		if (e->fd[i] >= 0)
+			close(e->fd[i]);
+}
+
+/* One worker announcement: 1, 0 at EOF or error, -1 for a malformed message (skipped). */
+static int recv_worker(int ctl, struct ps_zidle *e)
+{
+	struct iovec iov = { .iov_base = &e->w, .iov_len = sizeof(e->w) };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * PS_ZWORKER_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	do
+		n = recvmsg(ctl, &m, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return 0;
+	for (int i = 0; i < PS_ZWORKER_FDS; i++)
+		e->fd[i] = -1;
+	c = CMSG_FIRSTHDR(&m);
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+		memcpy(e->fd, CMSG_DATA(c), sizeof(int) * (k < PS_ZWORKER_FDS ? k : PS_ZWORKER_FDS));
+		if (k == PS_ZWORKER_FDS && n == (ssize_t)sizeof(e->w) &&
+		    e->w.magic == PS_ZWORKER_MAGIC && !(m.msg_flags & MSG_CTRUNC))
+			return 1;
+	}
+	close_idle(e);
+	return -1;
+}
+
+/* The pool's only filler: one per zygote generation, ends at the zygote's EOF. */
+static void *reader_main(void *arg)
+{
+	struct ps_zygote *z = arg;
+	int ctl = z->ctl;
+	struct ps_zidle e;
+	int r;
+
+	while ((r = recv_worker(ctl, &e)) != 0) {
+		if (r < 0)
+			continue;
+		pthread_mutex_lock(&z->mu);
+		if (z->n_idle == z->cap_idle) {
+			size_t cap = z->cap_idle ? 2 * z->cap_idle : 16;
+			struct ps_zidle *ni = realloc(z->idle, cap * sizeof(*ni));
+
+			if (!ni) {
+				pthread_mutex_unlock(&z->mu);
+				close_idle(&e);
+				continue;
+			}
+			z->idle = ni;
+			z->cap_idle = cap;
+		}
+		z->idle[z->n_idle++] = e;
+		pthread_cond_broadcast(&z->cv);
+		pthread_mutex_unlock(&z->mu);
+	}
+	/* The zygote is gone, and its idle workers with it. */
+	pthread_mutex_lock(&z->mu);
+	for (size_t i = 0; i < z->n_idle; i++)
+		close_idle(&z->idle[i]);
+	z->n_idle = 0;
+	z->ctl = -1;
+	close(ctl);
+	pthread_cond_broadcast(&z->cv);
+	pthread_mutex_unlock(&z->mu);
+	return NULL;
+}
+
 int ps_zygote_start(struct ps_zygote *z, char *err, size_t errlen)
 {
 	int sv[2];
@@ -153,20 +241,30 @@ int ps_zygote_start(struct ps_zygote *z, char *err, size_t errlen)
 		return -1;
 	}
 	close(sv[1]);
-	/* Usable at once: requests sent before it is ready wait in the socket. */
+	if (await_ready(z, sv[0], err, errlen) < 0) {
+		close(sv[0]);
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		ps_zygote_cleanup(z);
+		return -1;
+	}
 	pthread_mutex_lock(&z->mu);
 	z->ctl = sv[0];
 	z->pid = pid;
-	pthread_mutex_unlock(&z->mu);
-	if (await_ready(z, sv[0], err, errlen) < 0) {
-		ps_zygote_stop(z);
-		return -1;
+	z->reader_on = pthread_create(&z->reader, NULL, reader_main, z) == 0;
+	if (!z->reader_on) {
+		z->ctl = -1;
+		close(sv[0]);
+		snprintf(err, errlen, "pthread_create(zygote %s reader): failed", z->name);
 	}
-	return 0;
+	pthread_cond_broadcast(&z->cv);
+	pthread_mutex_unlock(&z->mu);
+	return z->reader_on ? 0 : -1;
 }
 
-/* A dead zygote's scratch base: its workers die with their runners (PDEATHSIG), so the
- * directory empties within moments; retry briefly while they go. */
+/* A dead zygote's scratch base: its workers die with it (PDEATHSIG), so the directory
+ * empties within moments; retry briefly while they go. */
 void ps_zygote_cleanup(struct ps_zygote *z)
 {
 	for (int i = 0; i < 50 && z->tmp_dir[0]; i++) {
@@ -178,28 +276,43 @@ void ps_zygote_cleanup(struct ps_zygote *z)
 	}
 }
 
-void ps_zygote_stop(struct ps_zygote *z)
+/* The zygote is dead (or being killed): wake its reader (EOF) and wait for it. */
+static void forget(struct ps_zygote *z)
 {
+	bool join;
+
 	pthread_mutex_lock(&z->mu);
 	if (z->ctl >= 0)
-		close(z->ctl);
-	z->ctl = -1;
-	if (z->pid > 0) {
-		kill(z->pid, SIGKILL);
-		while (waitpid(z->pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
+		shutdown(z->ctl, SHUT_RDWR);
+	join = z->reader_on;
+	z->reader_on = false;
+	pthread_mutex_unlock(&z->mu);
+	if (join)
+		pthread_join(z->reader, NULL);
+	pthread_mutex_lock(&z->mu);
 	z->pid = -1;
 	pthread_mutex_unlock(&z->mu);
+}
+
+void ps_zygote_stop(struct ps_zygote *z)
+{
+	pid_t pid;
+
+	pthread_mutex_lock(&z->mu);
+	pid = z->pid;
+	pthread_mutex_unlock(&z->mu);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	forget(z);
 	ps_zygote_cleanup(z);
 }
 
 void ps_zygote_kill(struct ps_zygote *z)
 {
 	pthread_mutex_lock(&z->mu);
-	if (z->ctl >= 0)
-		close(z->ctl);
-	z->ctl = -1;
 	if (z->pid > 0)
 		kill(z->pid, SIGKILL);
 	pthread_mutex_unlock(&z->mu);
@@ -207,209 +320,56 @@ void ps_zygote_kill(struct ps_zygote *z)
 
 void ps_zygote_reaped(struct ps_zygote *z)
 {
-	pthread_mutex_lock(&z->mu);
-	if (z->ctl >= 0)
-		close(z->ctl);
-	z->ctl = -1;
-	z->pid = -1;
-	pthread_mutex_unlock(&z->mu);
+	forget(z);
 	ps_zygote_cleanup(z);
 }
 
-static int remaining_ms(uint64_t deadline_us)
+static void send_cmd(struct ps_zygote *z, const struct ps_zcmd *c)
 {
-	uint64_t now = ps_now_us();
-
-	return now >= deadline_us ? 0 : (int)((deadline_us - now + 999) / 1000);
-}
-
-/* Move len bytes over a non-blocking socket before the deadline. 0, or -1 with err. */
-static int xfer(int fd, bool out, void *buf, size_t len, uint64_t deadline, char *err, size_t el)
-{
-	char *b = buf;
-
-	while (len) {
-		ssize_t n = out ? send(fd, b, len, MSG_NOSIGNAL) : recv(fd, b, len, 0);
-
-		if (n > 0) {
-			b += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n == 0) {
-			snprintf(err, el, "the runner closed the connection (zygote or runner died)");
-			return -1;
-		}
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN) {
-			snprintf(err, el, "%s(runner): %s (zygote or runner died)",
-				 out ? "send" : "recv", strerror(errno));
-			return -1;
-		}
-		struct pollfd p = { .fd = fd, .events = out ? POLLOUT : POLLIN };
-		int t = remaining_ms(deadline);
-
-		if (t == 0 || poll(&p, 1, t) == 0) {
-			snprintf(err, el, "no answer from the zygote in time");
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* Hand one end of a fresh socketpair to an idle runner. */
-static int pass_fd(struct ps_zygote *z, int fd, char *err, size_t errlen)
-{
-	char byte = 'r';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	int ret = 0;
-
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	pthread_mutex_lock(&z->mu);
-	if (z->ctl < 0) {
-		snprintf(err, errlen, "the zygote for policy %s is not running", z->name);
-		ret = -1;
-	} else if (sendmsg(z->ctl, &m, MSG_NOSIGNAL) < 0) {
-		snprintf(err, errlen, "sendmsg(zygote %s): %s", z->name, strerror(errno));
-		ret = -1;
+	if (z->ctl >= 0)
+		(void)send(z->ctl, c, sizeof(*c), MSG_NOSIGNAL);
+	pthread_mutex_unlock(&z->mu);
+}
+
+/* The oldest idle worker with this tag (0: a spare), waiting for one until deadline. For a
+ * tag, the FORK command is sent again to a zygote that restarted meanwhile. */
+static int take(struct ps_zygote *z, const struct ps_zcmd *fork_cmd, uint64_t deadline_us,
+		struct ps_zidle *out)
+{
+	uint64_t tag = fork_cmd ? fork_cmd->tag : 0;
+	unsigned gen = 0;
+	int ret = -1;
+
+	pthread_mutex_lock(&z->mu);
+	for (;;) {
+		struct timespec ts;
+		uint64_t t;
+
+		for (size_t i = 0; i < z->n_idle; i++) {
+			if (z->idle[i].w.tag != tag)
+				continue;
+			*out = z->idle[i];
+			memmove(&z->idle[i], &z->idle[i + 1], (z->n_idle - i - 1) * sizeof(*z->idle));
+			z->n_idle--;
+			ret = 0;
+			goto out;
+		}
+		if (fork_cmd && z->ctl >= 0 && gen != z->generation) {
+			gen = z->generation;
+			(void)send(z->ctl, fork_cmd, sizeof(*fork_cmd), MSG_NOSIGNAL);
+		}
+		t = ps_now_us();
+		if (t >= deadline_us)
+			goto out;
+		t = deadline_us;
+		ts.tv_sec = (time_t)(t / 1000000);
+		ts.tv_nsec = (long)(t % 1000000) * 1000;
+		pthread_cond_timedwait(&z->cv, &z->mu, &ts);
 	}
+out:
 	pthread_mutex_unlock(&z->mu);
 	return ret;
-}
-
-/* Whether a runner took the request: it sends one byte before reading anything. */
-static bool taken_by_runner(int fd)
-{
-	char ack;
-
-	return recv(fd, &ack, 1, MSG_DONTWAIT) == 1 && ack == PS_ZACK;
-}
-
-enum { CALL_OK = 0, CALL_FAILED = -1, CALL_NOT_TAKEN = -2 };
-
-/* One attempt on the current zygote. CALL_NOT_TAKEN: no runner ever saw the request (the
- * zygote died or is restarting), so it may be sent again; CALL_FAILED: a runner had it. */
-static int attempt(struct ps_zygote *z, const struct ps_zreq *h, const char *code,
-		   const char *stdin_data, uint64_t deadline, struct ps_zanswer *a)
-{
-	char *e = a->error;
-	size_t el = sizeof(a->error);
-	struct ps_zresp resp;
-	int sv[2], ret = CALL_NOT_TAKEN;
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
-		snprintf(e, el, "socketpair(): %s", strerror(errno));
-		return CALL_FAILED;
-	}
-	if (pass_fd(z, sv[1], e, el) < 0)
-		goto out;
-	close(sv[1]);
-	sv[1] = -1;
-	if (xfer(sv[0], true, (void *)h, sizeof(*h), deadline, e, el) < 0 ||
-	    xfer(sv[0], true, (void *)code, h->code_len, deadline, e, el) < 0 ||
-	    xfer(sv[0], true, (void *)stdin_data, h->stdin_len, deadline, e, el) < 0) {
-		ret = taken_by_runner(sv[0]) ? CALL_FAILED : CALL_NOT_TAKEN;
-		goto out;
-	}
-	{
-		char ack = 0;
-
-		if (xfer(sv[0], false, &ack, 1, deadline, e, el) < 0)
-			goto out;	/* no runner ever answered: not taken */
-	}
-	ret = CALL_FAILED;
-	if (xfer(sv[0], false, &resp, sizeof(resp), deadline, e, el) < 0)
-		goto out;
-	if (resp.magic != PS_ZRESP_MAGIC || resp.len > FRAME_MAX) {
-		snprintf(e, el, "the runner sent a malformed answer");
-		goto out;
-	}
-	a->json = malloc(resp.len + 1);
-	if (!a->json) {
-		snprintf(e, el, "out of memory for a %llu-byte verdict", (unsigned long long)resp.len);
-		goto out;
-	}
-	if (xfer(sv[0], false, a->json, resp.len, deadline, e, el) < 0) {
-		free(a->json);
-		a->json = NULL;
-		goto out;
-	}
-	a->json[resp.len] = '\0';
-	a->len = resp.len;
-	a->status = resp.status;
-	ret = CALL_OK;
-out:
-	close(sv[0]);
-	if (sv[1] >= 0)
-		close(sv[1]);
-	return ret;
-}
-
-int ps_zygote_call(struct ps_zygote *z, const struct ps_zreq *h, const char *code,
-		   const char *stdin_data, uint64_t timeout_ms, struct ps_zanswer *a)
-{
-	uint64_t deadline = ps_now_us() + timeout_ms * 1000;
-	uint64_t restart_deadline = ps_now_us() + RESTART_WAIT_MS * 1000;
-	int ret;
-
-	memset(a, 0, sizeof(*a));
-	a->status = -1;
-	/* A request no runner took is sent again once the zygote is back (briefly waited
-	 * for): only runs already in a runner's hands get internal_error. */
-	while ((ret = attempt(z, h, code, stdin_data, deadline, a)) == CALL_NOT_TAKEN) {
-		if (ps_now_us() >= restart_deadline)
-			break;
-		usleep(10000);
-	}
-	return ret == CALL_OK ? 0 : -1;
-}
-
-/* ---------------------------------------------------------------- zygote side */
-
-struct zyg {
-	struct ps_policy p;
-	struct ps_worker w;
-	pid_t self;
-	int taken[2];		/* runners write their pid here when they take a request */
-	int sigfd;
-	sigset_t oldmask;
-	struct runner {
-		pid_t pid;	/* as the zygote sees it */
-		uint64_t serial;	/* as the runner names itself (its own getpid() is in the
-				 * runs' PID namespace, not ours) */
-		bool busy;	/* took a request */
-	} *runners;		/* alive, idle or busy */
-	unsigned nlive, want;
-	uint64_t serial;	/* of the runner being forked */
-	unsigned idle_deaths;	/* idle runners that died since one was last taken */
-};
-
-static int read_full(int fd, void *buf, size_t len)
-{
-	char *b = buf;
-
-	while (len) {
-		ssize_t n = read(fd, b, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 static int verdict_status(const char *json)
@@ -429,184 +389,292 @@ static int verdict_status(const char *json)
 	return -1;
 }
 
-/* One request on conn: read the frame, run it, answer. Runs in the runner (a fresh fork of
- * the single-threaded zygote, so malloc and stdio are fine here). */
-static void serve_one(struct zyg *z, int conn)
+/* Does this run need a worker forked for it: do its limits differ in what the phases
+ * applied before the request (the scratch tmpfs's size; a cgroup's limits)? */
+static bool needs_own_worker(const struct ps_policy *p, const struct ps_run *r)
 {
-	struct ps_zreq h;
-	struct ps_run r = { 0 };
-	struct ps_outcome o;
-	struct ps_zresp resp = { .magic = PS_ZRESP_MAGIC };
-	char *code = NULL, *in = NULL, *json;
-	int ret;
-
-	if (read_full(conn, &h, sizeof(h)) < 0 || h.magic != PS_ZREQ_MAGIC ||
-	    h.code_len > FRAME_MAX || h.stdin_len > FRAME_MAX)
-		return;
-	code = malloc(h.code_len + 1);
-	in = malloc(h.stdin_len + 1);
-	if (!code || !in || read_full(conn, code, h.code_len) < 0 ||
-	    read_full(conn, in, h.stdin_len) < 0)
-		return;
-	code[h.code_len] = '\0';
-	r.code = code;
-	r.code_len = h.code_len;
-	r.stdin_data = h.stdin_len ? in : NULL;
-	r.stdin_len = h.stdin_len;
-	r.limits = h.limits;
-	r.slot = h.slot;
-	ret = ps_worker_run(&z->w, &r, &o);
-	if (ret < 0 && !o.host_error[0])
-		snprintf(o.host_error, sizeof(o.host_error), "worker: %s", strerror(-ret));
-	json = ps_verdict_render(&z->p, &r, &o, false);
-	if (!json)
-		json = ps_verdict_internal_error(&z->p, "rendering the verdict: out of memory", false);
-	if (!json)
-		return;
-	resp.len = strlen(json);
-	resp.status = verdict_status(json);
-	(void)ps_write_all(conn, &resp, sizeof(resp));
-	(void)ps_write_all(conn, json, resp.len);
+	if (r->limits.scratch_bytes != p->limits.scratch_bytes)
+		return true;
+	return p->cgroup_parent && memcmp(&r->limits, &p->limits, sizeof(r->limits));
 }
 
-static int recv_fd(int ctl)
+/* Supervise the run on a worker from the pool, here in the request's thread. */
+static void run_on(struct ps_zygote *z, struct ps_zidle *e, const struct ps_run *r,
+		   struct ps_outcome *o)
 {
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct ps_wreq q = { .magic = PS_WREQ_MAGIC, .code_len = r->code_len, .limits = r->limits };
+	struct ps_supervise_fds f = { .in = e->fd[0], .out = e->fd[1], .err = e->fd[2],
+				      .status = e->fd[3], .report = e->fd[4], .pidfd = e->fd[5],
+				      .life = e->fd[6] };
+	size_t len = sizeof(q) + r->code_len + r->stdin_len;
+	char *feed = malloc(len);
+
+	memset(o, 0, sizeof(*o));
+	snprintf(o->report_token, sizeof(o->report_token), "%s", e->w.token);
+	if (!feed) {
+		snprintf(o->host_error, sizeof(o->host_error), "out of memory for a %zu-byte request",
+			 len);
+		close_idle(e);
+		return;
+	}
+	memcpy(feed, &q, sizeof(q));
+	memcpy(feed + sizeof(q), r->code, r->code_len);
+	if (r->stdin_len)
+		memcpy(feed + sizeof(q) + r->code_len, r->stdin_data, r->stdin_len);
+	f.feed = feed;
+	f.feed_len = len;
+	ps_supervise(0, &f, r, ps_now_us(), o);
+	/* ps_supervise closed the five channels; the pidfd and the life pipe are ours. */
+	close(e->fd[5]);
+	close(e->fd[6]);
+	free(feed);
+	if (!o->reaped && !strstr(o->host_error, "zygote"))
+		snprintf(o->host_error, sizeof(o->host_error), "zygote %s: the worker was lost",
+			 z->name);
+}
+
+int ps_zygote_call(struct ps_zygote *z, const struct ps_policy *p, const struct ps_run *r,
+		   struct ps_zanswer *a)
+{
+	uint64_t deadline = ps_now_us() + (uint64_t)RESTART_WAIT_MS * 1000;
+	struct ps_zcmd c = { .magic = PS_ZCMD_MAGIC };
+	struct ps_outcome o;
+	struct ps_zidle e;
+	bool own = needs_own_worker(p, r);
+
+	memset(a, 0, sizeof(*a));
+	a->status = -1;
+	if (own) {
+		c.kind = PS_ZCMD_FORK;
+		c.limits = r->limits;
+		c.tag = __atomic_add_fetch(&z->next_tag, 1, __ATOMIC_RELAXED);
+	}
+	if (take(z, own ? &c : NULL, deadline, &e) < 0) {
+		snprintf(a->error, sizeof(a->error), "zygote %s: no worker in %d s (zygote down?)",
+			 z->name, RESTART_WAIT_MS / 1000);
+		return -1;
+	}
+	if (!own) {
+		c.kind = PS_ZCMD_CLAIM;
+		c.serial = e.w.serial;
+		send_cmd(z, &c);
+	}
+	run_on(z, &e, r, &o);
+	a->json = ps_verdict_render(p, r, &o, false);
+	ps_outcome_free(&o);
+	if (!a->json) {
+		snprintf(a->error, sizeof(a->error), "rendering the verdict: out of memory");
+		return -1;
+	}
+	a->len = strlen(a->json);
+	a->status = verdict_status(a->json);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- zygote side */
+
+struct zw {
+	struct ps_worker_proc proc;
+	struct ps_outcome o;	/* only cgroup_used and the token: the run is the front's */
+	int life;		/* write end: the struct ps_reaped goes here */
+	unsigned slot;
+	uint64_t serial;
+	bool claimed;		/* a request has it: running, or about to */
+};
+
+struct zyg {
+	struct ps_policy p;
+	struct ps_worker w;
+	struct zw *ws;		/* live workers: idle in the front's pool or running */
+	size_t n, cap;
+	unsigned spare;		/* spares to keep unclaimed */
+	unsigned unclaimed;	/* spares forked and not claimed yet (alive or not) */
+	uint64_t serial;
+};
+
+/* The lowest free slot, preferring one whose uid (a policy's uid range) no live worker has,
+ * so that concurrent runs get distinct uids where the range allows. */
+static unsigned pick_slot(const struct zyg *z)
+{
+	unsigned mod = z->p.uid_count > 1 ? (unsigned)z->p.uid_count : ~0u;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned s = 0;; s++) {
+			bool used = false;
+
+			for (size_t i = 0; i < z->n && !used; i++)
+				used = pass == 0 ? z->ws[i].slot % mod == s % mod : z->ws[i].slot == s;
+			if (!used)
+				return s;
+			if (pass == 0 && s + 1 >= mod)
+				break;
+		}
+	}
+	return 0;
+}
+
+static int announce(const struct zw *w, uint64_t tag, int life_r)
+{
+	struct ps_zworker m = { .magic = PS_ZWORKER_MAGIC, .slot = w->slot, .serial = w->serial,
+				.tag = tag };
+	int fds[PS_ZWORKER_FDS] = { w->proc.f.in, w->proc.f.out, w->proc.f.err, w->proc.f.status,
+				    w->proc.f.report, w->proc.f.pidfd, life_r };
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(fds))];
 		struct cmsghdr align;
 	} u;
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *c;
-	ssize_t n;
-	int fd;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
 
-	do
-		n = recvmsg(ctl, &m, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
+	snprintf(m.token, sizeof(m.token), "%s", w->o.report_token);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	return sendmsg(CTL_FD, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* Fork one worker with limits l and hand it to the front. */
+static int fork_worker(struct zyg *z, const struct ps_limits *l, uint64_t tag)
+{
+	struct zw w = { .slot = pick_slot(z), .serial = ++z->serial, .life = -1, .claimed = tag != 0 };
+	int life[2] = { -1, -1 }, ret;
+
+	if (z->n == z->cap) {
+		size_t cap = z->cap ? 2 * z->cap : 16;
+		struct zw *nw = realloc(z->ws, cap * sizeof(*nw));
+
+		if (!nw)
+			return -ENOMEM;
+		z->ws = nw;
+		z->cap = cap;
+	}
+	ret = ps_worker_spawn(&z->w, l, NULL, w.slot, &w.proc, &w.o);
+	if (ret < 0) {
+		ps_err("zygote %s: %s", z->p.name, w.o.host_error);
+		return ret;
+	}
+	/* After the fork: the worker must not hold the write end (its EOF means we died). */
+	if (w.proc.f.pidfd < 0 || pipe2(life, O_CLOEXEC) < 0 || (ret = announce(&w, tag, life[0])) < 0) {
+		ps_err("zygote %s: handing a worker to the front: %s", z->p.name,
+		       strerror(ret < 0 ? -ret : errno));
+		kill(w.proc.pid, SIGKILL);
+		while (waitpid(w.proc.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		if (life[0] >= 0) {
+			close(life[0]);
+			close(life[1]);
+		}
+		ps_worker_cleanup(&w.proc, &w.o);
+		return -EIO;
+	}
+	close(life[0]);
+	/* The front holds the channels now; we keep the pidfd (to reap) and life. */
+	close(w.proc.f.in);
+	close(w.proc.f.out);
+	close(w.proc.f.err);
+	close(w.proc.f.status);
+	close(w.proc.f.report);
+	w.proc.f.in = w.proc.f.out = w.proc.f.err = w.proc.f.status = w.proc.f.report = -1;
+	w.life = life[1];
+	z->ws[z->n++] = w;
+	return 0;
+}
+
+/* A worker exited: reap it, tell the front what wait4 said, remove its scratch and cgroup. */
+static void reap(struct zyg *z, size_t i)
+{
+	struct zw *w = &z->ws[i];
+	struct ps_reaped m = { .magic = PS_REAPED_MAGIC };
+
+	while (wait4(w->proc.pid, &m.wait_status, 0, &m.ru) < 0 && errno == EINTR)
+		;
+	kill(-w->proc.pid, SIGKILL);	/* no survivor in its group */
+	ps_worker_cleanup(&w->proc, &w->o);
+	m.cgroup_used = w->o.cgroup_used;
+	m.cgroup_memory_peak = w->o.cgroup_memory_peak;
+	m.cgroup_oom_kills = w->o.cgroup_oom_kills;
+	(void)ps_write_all(w->life, &m, sizeof(m));
+	close(w->life);
+	z->ws[i] = z->ws[--z->n];
+}
+
+/* One command from the front. false: the front is gone. */
+static bool command(struct zyg *z)
+{
+	struct ps_zcmd c;
+	ssize_t n = recv(CTL_FD, &c, sizeof(c), MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return true;
 	if (n <= 0)
-		return -1;
-	c = CMSG_FIRSTHDR(&m);
-	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-	    c->cmsg_len != CMSG_LEN(sizeof(int)))
-		return -2;
-	memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	return fd;
-}
-
-static __attribute__((noreturn)) void runner_main(struct zyg *z)
-{
-	int conn;
-
-	pid_t ppid;
-
-	/* Die with the zygote: its death must end our run (the front answers internal_error).
-	 * getppid() is 0 when the zygote entered a PID namespace for its runs (we are inside,
-	 * it is not); then the namespace's init dies with the zygote and takes us along. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-		_exit(0);
-	ppid = getppid();
-	if (ppid != z->self && ppid != 0)
-		_exit(0);
-	close(z->sigfd);
-	close(z->taken[0]);
-	sigprocmask(SIG_SETMASK, &z->oldmask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	do
-		conn = recv_fd(CTL_FD);
-	while (conn == -2);
-	if (conn < 0)
-		_exit(0);	/* the front closed the control socket */
-	/* Tell the front this request is ours before anything can fail: a request that no
-	 * runner acknowledged may be sent again, one acknowledged may not. */
-	(void)send(conn, (char[]){ PS_ZACK }, 1, MSG_NOSIGNAL);
-	(void)ps_write_all(z->taken[1], &z->serial, sizeof(z->serial));
-	close(z->taken[1]);
-	close(CTL_FD);
-	fcntl(conn, F_SETFL, 0);
-	serve_one(z, conn);
-	_exit(0);
-}
-
-static void fork_runners(struct zyg *z)
-{
-	/* Replaced when they end, not when taken: the fork then happens after the answer went
-	 * out, not while the run it would compete with for the CPU is going on. The front runs
-	 * at most `workers` at once and gives us workers + 1, so one is always idle. */
-	while (z->nlive < z->want) {
-		pid_t pid;
-
-		z->serial++;
-		pid = fork();
-
-		if (pid < 0) {
-			ps_err("zygote %s: fork(runner): %s", z->p.name, strerror(errno));
-			return;
+		return false;
+	if (n != (ssize_t)sizeof(c) || c.magic != PS_ZCMD_MAGIC)
+		return true;
+	if (c.kind == PS_ZCMD_CLAIM) {
+		for (size_t i = 0; i < z->n; i++) {
+			if (z->ws[i].serial != c.serial)
+				continue;
+			z->ws[i].claimed = true;
+			/* Not yet reaped, so the pid is still this worker's. */
+			if (z->w.ahead_nice)
+				(void)setpriority(PRIO_PROCESS, (id_t)z->ws[i].proc.pid, 0);
 		}
-		if (pid == 0)
-			runner_main(z);
-		z->runners[z->nlive++] = (struct runner){ .pid = pid, .serial = z->serial };
-	}
+		if (z->unclaimed)
+			z->unclaimed--;
+	} else if (c.kind == PS_ZCMD_FORK)
+		(void)fork_worker(z, &c.limits, c.tag);
+	return true;
 }
 
-static void mark_taken(struct zyg *z, uint64_t serial)
+static bool running(const struct zyg *z)
 {
-	for (unsigned i = 0; i < z->nlive; i++)
-		if (z->runners[i].serial == serial)
-			z->runners[i].busy = true;
-}
-
-/* A child ended: true if it was a runner that never took a request. */
-static bool reaped(struct zyg *z, pid_t pid)
-{
-	for (unsigned i = 0; i < z->nlive; i++) {
-		if (z->runners[i].pid == pid) {
-			bool idle = !z->runners[i].busy;
-
-			z->runners[i] = z->runners[--z->nlive];
-			return idle;
-		}
-	}
+	for (size_t i = 0; i < z->n; i++)
+		if (z->ws[i].claimed)
+			return true;
 	return false;
 }
 
-/* Single-threaded loop: replace runners as they are taken, reap them as they end. */
+/* Single-threaded loop: keep the spares forked, run the front's commands, reap. It never
+ * sees request data. */
 static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 {
-	struct pollfd p[2] = { { .fd = z->taken[0], .events = POLLIN },
-			       { .fd = z->sigfd, .events = POLLIN } };
+	struct pollfd *p = NULL;
+	size_t cap = 0;
+	unsigned failures = 0;
 
 	for (;;) {
-		fork_runners(z);
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			_exit(PS_EXIT_INTERNAL);
-		if (p[0].revents & POLLIN) {
-			uint64_t taken[64];
-			ssize_t n = read(z->taken[0], taken, sizeof(taken));
-
-			for (ssize_t i = 0; i < n / (ssize_t)sizeof(taken[0]); i++)
-				mark_taken(z, taken[i]);
-			z->idle_deaths = 0;
-		}
-		if (p[1].revents & POLLIN) {
-			struct signalfd_siginfo si;
-			pid_t pid;
-
-			while (read(z->sigfd, &si, sizeof(si)) > 0)
-				;
-			/* An idle runner that died took no request with it; many in a row
-			 * mean runners cannot live here: stop rather than spin (the front
-			 * restarts us). */
-			while ((pid = waitpid(-1, NULL, WNOHANG)) > 0) {
-				if (reaped(z, pid) && ++z->idle_deaths > 100) {
-					ps_err("zygote %s: runners keep dying before any request",
-					       z->p.name);
-					_exit(PS_EXIT_INTERNAL);
-				}
+		/* A fork (the page tables of the whole zygote) and a new worker's phases compete
+		 * for the CPU with the runs: replace spares while nothing runs, or at once when
+		 * none is left. */
+		while (z->unclaimed < z->spare && (z->unclaimed == 0 || !running(z))) {
+			if (fork_worker(z, &z->p.limits, 0) < 0) {
+				if (++failures > 100)
+					_exit(PS_EXIT_INTERNAL);	/* the front restarts us */
+				usleep(10000);
+				break;
 			}
+			failures = 0;
+			z->unclaimed++;
 		}
+		if (cap < z->n + 1) {
+			cap = z->n + 16;
+			p = realloc(p, cap * sizeof(*p));
+			if (!p)
+				_exit(PS_EXIT_INTERNAL);
+		}
+		p[0] = (struct pollfd){ .fd = CTL_FD, .events = POLLIN };
+		for (size_t i = 0; i < z->n; i++)
+			p[i + 1] = (struct pollfd){ .fd = z->ws[i].proc.f.pidfd, .events = POLLIN };
+		if (poll(p, z->n + 1, failures ? 10 : -1) < 0 && errno != EINTR)
+			_exit(PS_EXIT_INTERNAL);
+		for (size_t i = z->n; i-- > 0;)
+			if (p[i + 1].revents)
+				reap(z, i);
+		if (p[0].revents && !command(z))
+			_exit(0);
 	}
 }
 
@@ -647,12 +715,11 @@ int ps_cmd_zygote(int argc, char **argv)
 	const char *policy = arg_value(argc, argv, "--policy");
 	const char *lo = arg_value(argc, argv, "--layers-off");
 	const char *parent = arg_value(argc, argv, "--parent");
-	const char *runners = arg_value(argc, argv, "--runners");
+	const char *spare = arg_value(argc, argv, "--spare");
 	struct zyg z = { 0 };
 	char err[1024];
-	sigset_t chld;
 
-	if (!policy || !lo || !parent || !runners || fcntl(CTL_FD, F_GETFD) < 0) {
+	if (!policy || !lo || !parent || !spare || fcntl(CTL_FD, F_GETFD) < 0) {
 		ps_err("zygote: internal command, started by `pysnip serve` only");
 		return PS_EXIT_USAGE;
 	}
@@ -660,29 +727,17 @@ int ps_cmd_zygote(int argc, char **argv)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != (pid_t)atoi(parent))
 		return PS_EXIT_INTERNAL;
 	syscall(SYS_close_range, CTL_FD + 1, ~0U, 0);
-	z.self = getpid();
-	z.want = (unsigned)atoi(runners);
-	if (z.want < 1)
-		z.want = 1;
-	z.runners = calloc(z.want, sizeof(*z.runners));
-	if (!z.runners || zygote_setup(&z, policy, (uint32_t)strtoul(lo, NULL, 10), err,
-				    sizeof(err)) < 0) {
-		if (!z.runners)
-			snprintf(err, sizeof(err), "zygote %s: out of memory", policy);
+	z.spare = (unsigned)atoi(spare);
+	if (z.spare < 1)
+		z.spare = 1;
+	if (zygote_setup(&z, policy, (uint32_t)strtoul(lo, NULL, 10), err, sizeof(err)) < 0) {
 		(void)send(CTL_FD, err, strlen(err), MSG_NOSIGNAL);
 		return PS_EXIT_INTERNAL;
 	}
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &chld, &z.oldmask);
-	z.sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (z.sigfd < 0 || pipe2(z.taken, O_CLOEXEC) < 0) {
-		snprintf(err, sizeof(err), "zygote %s: signalfd/pipe2: %s", policy, strerror(errno));
-		(void)send(CTL_FD, err, strlen(err), MSG_NOSIGNAL);
-		return PS_EXIT_INTERNAL;
-	}
-	fcntl(z.taken[0], F_SETFL, O_NONBLOCK);
-	fork_runners(&z);
+	signal(SIGPIPE, SIG_IGN);
+	/* Only root can give a worker its priority back (CAP_SYS_NICE in the first user ns). */
+	if (geteuid() == 0 && !(z.w.ns_static & CLONE_NEWUSER))
+		z.w.ahead_nice = 19;
 	if (send(CTL_FD, "ok", 2, MSG_NOSIGNAL) < 0)
 		return PS_EXIT_INTERNAL;
 	zygote_loop(&z);

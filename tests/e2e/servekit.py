@@ -207,12 +207,30 @@ class Server:
                     return int(line.split()[1])
         return 0
 
-    def scratch_left(self):
-        """Per-run scratch directories still present under the server's TMPDIR."""
-        left = []
-        for root, dirs, files in os.walk(self.tmp):
-            left += [os.path.join(root, d) for d in dirs if d.startswith("pysnip-run-")]
-        return left
+    def scratch_left(self, settle=1.0):
+        """Per-run scratch directories still present under the server's TMPDIR, but for those
+        of workers forked ahead of demand (alive in the server's tree, the directory their cwd:
+        made for a run that has not come yet). A worker being forked has its directory a few
+        milliseconds before it enters it: what is unexplained is looked at again for `settle` s."""
+        end = time.monotonic() + settle
+        while True:
+            held = set()
+            for pid in self.descendants():
+                try:
+                    held.add(os.readlink("/proc/%d/cwd" % pid))
+                except OSError:     # not root: a worker is not dumpable; its mounts tell
+                    try:
+                        with open("/proc/%d/mountinfo" % pid) as f:
+                            held.update(l.split()[4] for l in f if " - tmpfs pysnip-scratch " in l)
+                    except OSError:
+                        pass
+            left = []
+            for root, dirs, files in os.walk(self.tmp):
+                left += [os.path.join(root, d) for d in dirs if d.startswith("pysnip-run-")]
+            left = [d for d in left if d not in held]
+            if not left or time.monotonic() >= end:
+                return left
+            time.sleep(0.02)
 
     def terminate(self, timeout=30):
         """SIGTERM and wait; returns the exit status."""

@@ -171,10 +171,10 @@ def _run(srv):
     assert sorted(zygotes) == ["default", "strict"] and kill["pid"] not in zygotes.values()
     assert sorted(srv.children()) == sorted(zygotes.values())
     for z in zygotes.values():
-        # idle runners (workers + 1 = 3) + the PID namespace's holder, and no run left
+        # idle workers forked ahead (workers + 1 = 3) + the PID namespace's holder, no run left
         assert len(srv.children(z)) <= 4, (z, srv.children(z))
         for r in srv.children(z):
-            assert srv.children(r) == [], "a runner still has a worker"
+            assert srv.children(r) == [], "a worker left a child"
     assert wait_for(lambda: srv.strays() == [], 10), srv.strays()
     assert wait_for(lambda: srv.scratch_left() == [], 10), srv.scratch_left()
     rss_after = srv.rss_kb()
