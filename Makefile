@@ -106,9 +106,14 @@ test: $(BIN) $(SERVE_BIN) unit e2e
 # path (user namespace, capabilities cleared, Landlock and seccomp without privilege).
 # Tests whose proof needs root skip, saying why.
 UNPRIV_USER ?= nobody
+# The tree is copied to a world-readable directory first: a checkout under /root is not.
 test-unprivileged: $(BIN) $(SERVE_BIN)
-	cd /tmp && runuser -u $(UNPRIV_USER) -- env HOME=/tmp PYSNIP=$(abspath $(BIN)) \
-		$(PY) -m pytest -q -rs -p no:cacheprovider $(abspath tests/e2e) $(abspath tests/attacks)
+	@d=$$(mktemp -d /tmp/pysnip-unpriv.XXXXXX) && chmod 755 $$d && \
+	tar cf - --exclude=./build --exclude=./build-asan --exclude=./.git . | tar xf - -C $$d && \
+	cp $(BIN) $(SERVE_BIN) $$d/ && chmod -R a+rX $$d && \
+	(cd /tmp && runuser -u $(UNPRIV_USER) -- env HOME=/tmp PYSNIP=$$d/pysnip \
+		$(PY) -m pytest -q -rs -p no:cacheprovider $$d/tests/e2e $$d/tests/attacks); \
+	rc=$$?; rm -rf $$d; exit $$rc
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/pysnip OPT=-O1 \
