@@ -98,7 +98,7 @@ static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *
 		ps_strlist_free(&modules);
 		return fail_internal(p, err, o->pretty);
 	}
-	if (ps_worker_prepare(&w, p, o->layers_off, err, sizeof(err)) < 0) {
+	if (ps_worker_prepare_oneshot(&w, p, o->layers_off, &io, err, sizeof(err)) < 0) {
 		ps_strlist_free(&modules);
 		if (!strncmp(err, "policy ", 7)) {
 			ps_err("%s", err);
@@ -106,12 +106,18 @@ static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *
 		}
 		return fail_internal(p, err, o->pretty);
 	}
-	w.init_in_child = &io;
 	r->limits = p->limits;
 	ret = ps_worker_run(&w, r, &out);
 	/* One run only: the PID namespace's init may go while the verdict is rendered. */
 	if (w.ns_static)
 		ps_ns_release_start();
+	if (ret < 0 && !strncmp(out.host_error, "policy ", 7)) {
+		ps_err("%s", out.host_error);
+		ps_outcome_free(&out);
+		ps_worker_release(&w);
+		ps_strlist_free(&modules);
+		return PS_EXIT_USAGE;
+	}
 	if (ret < 0 && !out.host_error[0])
 		snprintf(out.host_error, sizeof(out.host_error), "worker: %s", strerror(-ret));
 	json = ps_verdict_render(p, r, &out, o->pretty);

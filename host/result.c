@@ -213,12 +213,18 @@ static uint64_t cpu_ms(const struct ps_outcome *o)
 	       (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000;
 }
 
-static bool memory_exhausted(const struct ps_outcome *o, const struct report *rep)
+static bool memory_exhausted(const struct ps_outcome *o, const struct report *rep,
+			     uint64_t mem_limit)
 {
 	static const char *const marks[] = { "MemoryError", "Cannot allocate memory",
 					     "out of memory" };
 
 	if (rep->memory_error || exc_is(rep, "MemoryError") || o->cgroup_oom_kills)
+		return true;
+	/* CPython failing an allocation deep inside (a frame for a runaway recursion) may raise
+	 * SystemError instead of MemoryError: count it when the run was at its memory limit. */
+	if (exc_is(rep, "SystemError") && mem_limit &&
+	    (uint64_t)o->ru.ru_maxrss * 1024 * 10 >= mem_limit * 8)
 		return true;
 	if (!(signaled(o, SIGSEGV) || signaled(o, SIGABRT) || signaled(o, SIGBUS) ||
 	      (o->reaped && WIFEXITED(o->wait_status) && !rep->finished)))
@@ -246,7 +252,7 @@ static enum ps_status classify(const struct ps_run *r, const struct ps_outcome *
 	 * the cap (tick accounting), and nobody else killed it (we flag our own kills). */
 	if (signaled(o, SIGXCPU) || (signaled(o, SIGKILL) && cpu_ms(o) * 10 >= cpu_cap * 9))
 		return PS_STATUS_CPU_LIMIT;
-	if (memory_exhausted(o, rep))
+	if (memory_exhausted(o, rep, r->limits.memory_bytes))
 		return PS_STATUS_MEMORY_LIMIT;
 	if (exc_from_sandbox(rep) || exc_from_kernel_denial(rep, o))
 		return PS_STATUS_DENIED;

@@ -85,6 +85,10 @@ int ps_filter_build(const struct ps_policy *p, struct ps_filter **out, char *err
 int ps_filter_load(const struct ps_filter *f, int status_fd, struct ps_held *held,
 		   struct ps_child_err *e);
 void ps_filter_free(struct ps_filter *f);
+/* A filter built after the fork: the parent sends it, the worker receives it (static storage,
+ * no allocation). 0 or -errno / -1 with e. */
+int ps_filter_send(const struct ps_filter *f, int fd);
+int ps_filter_receive(int fd, const struct ps_filter **out, struct ps_child_err *e);
 /* Parent side, for the verdict: the name of a trapped syscall ("execve"; "read (x32)";
  * "syscall 999"). arch is the AUDIT_ARCH_* of the record (0 = native). The text lives in
  * a per-thread buffer until the next call. */

@@ -274,6 +274,63 @@ void ps_filter_free(struct ps_filter *f)
 	free(f);
 }
 
+/* One-shot runs fork the worker before the filter is built (its interpreter start then hides
+ * the build): the parent sends the program down a pipe, the worker takes it into static
+ * storage just before loading it. */
+struct filter_wire {
+	uint32_t len;
+	int32_t action;
+	int32_t errno_val;
+};
+
+int ps_filter_send(const struct ps_filter *f, int fd)
+{
+	struct filter_wire h = { f->len, (int32_t)f->action, f->errno_val };
+	int rc = ps_write_all(fd, &h, sizeof(h));
+
+	return rc < 0 ? rc : ps_write_all(fd, f->insns, (size_t)f->len * sizeof(*f->insns));
+}
+
+static int read_all(int fd, void *buf, size_t len)
+{
+	char *b = buf;
+
+	while (len) {
+		ssize_t n = read(fd, b, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EPIPE;
+		b += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int ps_filter_receive(int fd, const struct ps_filter **out, struct ps_child_err *e)
+{
+	static struct sock_filter insns[BPF_MAXINSNS];
+	static struct ps_filter rx;
+	struct filter_wire h;
+	int rc = read_all(fd, &h, sizeof(h));
+
+	if (rc == 0 && (h.len == 0 || h.len > BPF_MAXINSNS))
+		rc = -EPROTO;
+	if (rc == 0)
+		rc = read_all(fd, insns, (size_t)h.len * sizeof(*insns));
+	if (rc < 0) {
+		ps_child_err_set(e, -rc, "read(filter pipe): %s", ps_errstr(-rc));
+		return -1;
+	}
+	rx.insns = insns;
+	rx.len = (unsigned short)h.len;
+	rx.action = (enum ps_seccomp_action)h.action;
+	rx.errno_val = h.errno_val;
+	*out = &rx;
+	return 0;
+}
+
 const char *ps_syscall_name_arch(int nr, uint32_t arch)
 {
 	static __thread char buf[48];

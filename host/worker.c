@@ -33,6 +33,8 @@ struct child {
 	const char *scratch;
 	pid_t parent;
 	int in, out, err, status, report;	/* child ends before phase_stdio */
+	int filter_rx;			/* a deferred filter arrives here (-1: none) */
+	const struct ps_filter *filter;	/* what phase_seccomp loads */
 	struct ps_identity id;
 	const char *token;
 	struct ps_held held;
@@ -104,6 +106,10 @@ static int phase_stdio(struct child *c)
 {
 	int want[] = { c->in, c->out, c->err, c->status, c->report };
 
+	if (c->filter_rx >= 0 && (c->filter_rx = fcntl(c->filter_rx, F_DUPFD_CLOEXEC, 16)) < 0) {
+		ps_child_err_set(&c->e, errno, "fcntl(filter pipe, F_DUPFD): %s", strerror(errno));
+		return -1;
+	}
 	/* Move every source above the target range first so dup2 can't clobber one. */
 	for (size_t i = 0; i < PS_ARRAY_LEN(want); i++) {
 		int fd = fcntl(want[i], F_DUPFD_CLOEXEC, 16);
@@ -198,12 +204,26 @@ static int phase_fds(struct child *c)
 	return 0;
 }
 
+/* A one-shot run's filter, built by the parent while we started the interpreter. Before
+ * phase_fds, which closes its pipe. */
+static int phase_filter(struct child *c)
+{
+	c->filter = c->w->filter;
+	if (c->filter_rx < 0)
+		return 0;
+	if (ps_filter_receive(c->filter_rx, &c->filter, &c->e) < 0)
+		return -1;
+	close(c->filter_rx);
+	c->filter_rx = -1;
+	return 0;
+}
+
 /* Last before untrusted code: from here on only the allowlist's syscalls exist. */
 static int phase_seccomp(struct child *c)
 {
-	if (!c->w->filter)
+	if (!c->filter)
 		return 0;
-	if (ps_filter_load(c->w->filter, CHILD_STATUS_FD, &c->held, &c->e) < 0)
+	if (ps_filter_load(c->filter, CHILD_STATUS_FD, &c->held, &c->e) < 0)
 		return layer_failed(c, PS_LAYER_SECCOMP);
 	return 0;
 }
@@ -272,6 +292,7 @@ static const struct phase {
 	{ "identity", phase_identity },
 	{ "nnp", phase_nnp },
 	{ "landlock", phase_landlock },
+	{ "filter", phase_filter },
 	{ "fds", phase_fds },
 	{ "seccomp", phase_seccomp },
 	{ "request", phase_request },
@@ -313,8 +334,8 @@ const char *ps_worker_phase_name(int i)
 	return phases[i].name;
 }
 
-int ps_worker_prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
-		      char *err, size_t errlen)
+static int prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
+		   bool build_filter, char *err, size_t errlen)
 {
 	const char *ro[64];
 	size_t n = 0;
@@ -329,8 +350,12 @@ int ps_worker_prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t l
 	w->layers_off = layers_off;
 	snprintf(w->tmp_base, sizeof(w->tmp_base), "%s", tmp && *tmp == '/' ? tmp : "/tmp");
 
-	if (!(layers_off & (1u << PS_LAYER_SECCOMP)) && ps_filter_build(p, &w->filter, err, errlen) < 0)
-		goto fail;
+	if (!(layers_off & (1u << PS_LAYER_SECCOMP))) {
+		if (!build_filter)
+			w->filter_deferred = true;
+		else if (ps_filter_build(p, &w->filter, err, errlen) < 0)
+			goto fail;
+	}
 	if (!(layers_off & (1u << PS_LAYER_LANDLOCK))) {
 		ro[n++] = ps_interp_stdlib_dir();
 		ro[n++] = ps_interp_dynload_dir();
@@ -366,6 +391,38 @@ int ps_worker_prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t l
 fail:
 	ps_worker_release(w);
 	return -1;
+}
+
+int ps_worker_prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
+		      char *err, size_t errlen)
+{
+	return prepare(w, p, layers_off, true, err, errlen);
+}
+
+int ps_worker_prepare_oneshot(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
+			      const struct ps_interp_opts *io, char *err, size_t errlen)
+{
+	if (prepare(w, p, layers_off, false, err, errlen) < 0)
+		return -1;
+	w->init_in_child = io;
+	return 0;
+}
+
+/* Parent, right after the fork: build the deferred filter and send it. A policy error here
+ * (an unknown syscall group) comes back as o->host_error starting "policy ". */
+static int send_filter(const struct ps_worker *w, int fd, struct ps_outcome *o)
+{
+	struct ps_filter *f = NULL;
+	int rc;
+
+	if (ps_filter_build(w->policy, &f, o->host_error, sizeof(o->host_error)) < 0)
+		return -EINVAL;
+	rc = ps_filter_send(f, fd);
+	ps_filter_free(f);
+	if (rc < 0)
+		snprintf(o->host_error, sizeof(o->host_error), "write(filter pipe): %s",
+			 strerror(-rc));
+	return rc;
 }
 
 void ps_worker_release(struct ps_worker *w)
@@ -431,7 +488,7 @@ int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const 
 		    unsigned slot, struct ps_worker_proc *p, struct ps_outcome *o)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, errp[2] = { -1, -1 };
-	int status[2] = { -1, -1 }, report[2] = { -1, -1 };
+	int status[2] = { -1, -1 }, report[2] = { -1, -1 }, flt[2] = { -1, -1 };
 	struct child c;
 	pid_t pid;
 	int ret = 0;
@@ -479,6 +536,15 @@ int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const 
 	c.err = errp[1];
 	c.status = status[1];
 	c.report = report[1];
+	c.filter_rx = -1;
+	if (w->filter_deferred) {
+		if (pipe2(flt, O_CLOEXEC) < 0) {
+			ret = -errno;
+			snprintf(o->host_error, sizeof(o->host_error), "pipe2(): %s", strerror(errno));
+			goto fail;
+		}
+		c.filter_rx = flt[0];
+	}
 
 	if (w->cgroup) {
 		if (ps_cgroup_create(w->policy->cgroup_parent, l, &p->cg, o->host_error,
@@ -500,6 +566,18 @@ int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const 
 	if (pid == 0)
 		child_main(&c);
 
+	if (w->filter_deferred) {
+		close(flt[0]);
+		flt[0] = -1;
+		ret = send_filter(w, flt[1], o);
+		close_pair(flt);
+		if (ret < 0) {
+			/* the worker waits for its filter: it must not run without one */
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			goto fail;
+		}
+	}
 	close(in[0]);
 	close(out[1]);
 	close(errp[1]);
@@ -514,6 +592,7 @@ int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const 
 	p->f.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	return 0;
 fail:
+	close_pair(flt);
 	close_pair(in);
 	close_pair(out);
 	close_pair(errp);

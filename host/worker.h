@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 
 #include "cgroup.h"
+#include "interp.h"
 #include "policy.h"
 #include "sandbox.h"
 
@@ -26,6 +27,9 @@ struct ps_worker {
 	 * fork, so a small parent forks and nothing is copied twice. NULL: the parent already
 	 * holds an initialised interpreter (a zygote). */
 	const struct ps_interp_opts *init_in_child;
+	/* One-shot runs: the seccomp filter is built by the parent after the fork, while the
+	 * worker starts its interpreter, and handed over a pipe (ps_worker_prepare_oneshot). */
+	bool filter_deferred;
 	/* > 0: workers forked ahead of demand do their phases at this nice value, out of the way
 	 * of the runs; the zygote (root) puts a worker back to 0 when a request claims it. */
 	int ahead_nice;
@@ -79,6 +83,12 @@ struct ps_outcome {
 int ps_worker_prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
 		      char *err, size_t errlen);
 void ps_worker_release(struct ps_worker *w);
+/* One-shot runs: the same, except that the worker starts the interpreter itself (io) and
+ * the seccomp filter is built after the fork, in parallel with that start, and handed over a
+ * pipe. A policy error found then comes back from ps_worker_run as a host_error starting
+ * "policy ". */
+int ps_worker_prepare_oneshot(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
+			      const struct ps_interp_opts *io, char *err, size_t errlen);
 
 /* Parent: fork a worker for one run and supervise it to the end. 0, or -errno for a host
  * failure (then o->host_error says what). Nothing of the run survives the call. */

@@ -82,15 +82,28 @@ def _type_name(t):
     return mod + "." + name
 
 
+_KEEP = 50
+
+
 def _describe(exc, src):
     """type, message and the snippet's own frames (no pyshim, no stdlib frames)."""
     frames = []
-    tb = exc.__traceback__
+    # A runaway recursion leaves a million frames: keep the outermost and innermost _KEEP
+    # (as CPython's own traceback cuts repeats), and say how many were left out.
+    total, tb = 0, exc.__traceback__
+    while tb is not None:
+        total += tb.tb_frame.f_code.co_filename == "<snippet>"
+        tb = tb.tb_next
+    index, omitted, tb = 0, 0, exc.__traceback__
     while tb is not None:
         co = tb.tb_frame.f_code
         if co.co_filename == "<snippet>":
-            frames.append({"file": "<snippet>", "line": tb.tb_lineno, "function": co.co_name,
-                           "text": _source_line(src, tb.tb_lineno)})
+            if index < _KEEP or index >= total - _KEEP:
+                frames.append({"file": "<snippet>", "line": tb.tb_lineno,
+                               "function": co.co_name, "text": _source_line(src, tb.tb_lineno)})
+            else:
+                omitted += 1
+            index += 1
         tb = tb.tb_next
     if isinstance(exc, SyntaxError) and exc.filename == "<snippet>":
         text = exc.text
@@ -102,6 +115,7 @@ def _describe(exc, src):
         "message": _safe_str(exc),
         "line": frames[-1]["line"] if frames else None,
         "traceback": frames,
+        "frames_omitted": omitted,
     }
 
 

@@ -363,3 +363,17 @@ def test_forged_status_records_after_start_are_ignored():
     assert v["status"] == "ok", v
     assert v["stdout"] == "still fine\n"
     assert v["denials"] == []
+
+
+def test_runaway_recursion_traceback_is_bounded():
+    # A million frames must not become a million-frame report: the outermost and innermost
+    # frames are kept and the rest counted.
+    v, rc, _ = run_exec("import sys\nsys.setrecursionlimit(20000)\n"
+                        "def f(n):\n    return f(n + 1)\nf(0)\n")
+    assert rc == 0
+    assert v["status"] == "exception", v["status"]
+    e = v["exception"]
+    assert e["type"] == "RecursionError"
+    assert len(e["traceback"]) == 100
+    assert e["frames_omitted"] > 10000
+    assert e["traceback"][0]["function"] == "<module>" and e["traceback"][-1]["function"] == "f"
