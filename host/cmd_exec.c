@@ -107,6 +107,7 @@ static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *
 		return fail_internal(p, err, o->pretty);
 	}
 	r->limits = p->limits;
+	ps_supervise_catch_signals();
 	ret = ps_worker_run(&w, r, &out);
 	/* One run only: the PID namespace's init may go while the verdict is rendered. */
 	if (w.ns_static)

@@ -46,6 +46,23 @@ static void kill_group(struct sv *s)
 		syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
 }
 
+volatile sig_atomic_t ps_interrupted;
+
+static void on_interrupt(int sig)
+{
+	ps_interrupted = sig;
+}
+
+void ps_supervise_catch_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa = { .sa_handler = on_interrupt };	/* no SA_RESTART: poll returns */
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < PS_ARRAY_LEN(sigs); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
 static void kill_all(struct sv *s)
 {
 	kill_group(s);
@@ -230,6 +247,14 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 	signal(SIGPIPE, SIG_IGN);
 
 	for (;;) {
+		if (ps_interrupted && !s.killed) {
+			/* the caller was told to stop: end the run, still report and clean up */
+			const char *abbrev = sigabbrev_np((int)ps_interrupted);
+
+			snprintf(o->host_error, sizeof(o->host_error), "interrupted by SIG%s",
+				 abbrev ? abbrev : "?");
+			kill_all(&s);
+		}
 		open_fds = 0;
 		for (int i = FD_OUT; i <= FD_REPORT; i++)
 			open_fds += p[i].fd >= 0;

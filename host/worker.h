@@ -3,6 +3,7 @@
 #ifndef PS_WORKER_H
 #define PS_WORKER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -106,6 +107,11 @@ struct ps_wreq {
 	uint64_t code_len;
 	struct ps_limits limits;
 };
+
+/* supervise.c: SIGINT, SIGTERM and SIGHUP to a one-shot parent end the run it supervises
+ * (the worker killed, its scratch removed, the verdict still printed: internal_error). */
+extern volatile sig_atomic_t ps_interrupted;
+void ps_supervise_catch_signals(void);
 
 /* supervise.c: the parent's side of one run. */
 struct ps_supervise_fds {

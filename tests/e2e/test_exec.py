@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -377,3 +378,27 @@ def test_runaway_recursion_traceback_is_bounded():
     assert len(e["traceback"]) == 100
     assert e["frames_omitted"] > 10000
     assert e["traceback"][0]["function"] == "<module>" and e["traceback"][-1]["function"] == "f"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupting_pysnip_ends_the_run_cleanly(tmp_path, sig):
+    # Ctrl-C (or a service manager's SIGTERM) to pysnip itself: the worker is killed, its
+    # scratch removed, and a verdict still says what happened; nothing is left behind.
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    p = subprocess.Popen([PYSNIP, "exec", "--wall-time", "30s", "-"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    p.stdin.write(b"import time\nprint('started', flush=True)\ntime.sleep(60)\n")
+    p.stdin.close()
+    p.stdin = None
+    deadline = time.time() + 20
+    while time.time() < deadline and not any(n.startswith("pysnip-run-")
+                                             for n in os.listdir(tmp_path)):
+        time.sleep(0.02)
+    time.sleep(0.3)
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 2, err
+    v = json.loads(out)
+    assert v["status"] == "internal_error"
+    assert "interrupted by SIG" in v["error"]
+    assert os.listdir(tmp_path) == []
