@@ -8,7 +8,7 @@
 # execs) are two binaries so that a one-shot run never loads libmicrohttpd and the GnuTLS chain
 # behind it (~1.5 ms of every start, measured).
 PKGS      := python3-embed libseccomp libcap-ng libcjson
-SERVE_PKGS := libmicrohttpd
+SERVE_PKGS := libmicrohttpd libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(SERVE_PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 SERVE_LIBS := $(shell pkg-config --libs $(SERVE_PKGS))
@@ -54,7 +54,8 @@ else
 LDLIBS  += $(PKG_LIBS)
 endif
 
-SERVE_SRCS := host/serve_main.c host/cmd_serve.c host/server.c host/server_request.c host/zygote.c
+SERVE_SRCS := host/serve_main.c host/cmd_serve.c host/server.c host/server_request.c host/zygote.c \
+              host/http_client.c
 HOST_SRCS := $(filter-out host/main.c $(SERVE_SRCS),$(wildcard host/*.c))
 HOST_OBJS := $(HOST_SRCS:host/%.c=$(BUILD)/%.o) $(BUILD)/pyshim_blob.o
 SERVE_OBJS := $(SERVE_SRCS:host/%.c=$(BUILD)/%.o)

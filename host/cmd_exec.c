@@ -131,6 +131,29 @@ static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *
 	return ret;
 }
 
+int (*ps_exec_client)(const struct ps_opts *o);
+
+/* `exec --server`: the HTTP client lives in pysnip-serve, next to this binary. */
+static int exec_via_serve(int argc, char **argv)
+{
+	char path[4096];
+	char **args = calloc((size_t)argc + 3, sizeof(char *));
+
+	if (!args) {
+		ps_err("--server: out of memory");
+		return PS_EXIT_INTERNAL;
+	}
+	snprintf(path, sizeof(path), "%s/pysnip-serve", ps_exe_dir());
+	args[0] = path;
+	args[1] = "exec";
+	for (int i = 0; i < argc; i++)
+		args[i + 2] = argv[i];
+	execv(path, args);
+	ps_err("--server: execv(%s): %s", path, strerror(errno));
+	free(args);
+	return PS_EXIT_INTERNAL;
+}
+
 int ps_cmd_exec(int argc, char **argv)
 {
 	struct ps_opts o;
@@ -147,7 +170,7 @@ int ps_cmd_exec(int argc, char **argv)
 		return PS_EXIT_OK;
 	}
 	if (o.server)
-		return ps_client_exec(&o);
+		return ps_exec_client ? ps_exec_client(&o) : exec_via_serve(argc, argv);
 	if (o.stdin_file && !strcmp(o.stdin_file, "-") && !strcmp(o.file, "-")) {
 		ps_err("--stdin -: standard input already carries the snippet");
 		return PS_EXIT_USAGE;

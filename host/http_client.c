@@ -1,14 +1,13 @@
-/* `pysnip exec --server URL`: one HTTP/1.1 POST /v1/exec over TCP or a Unix socket.
- * Plain sockets: one request, `Connection: close`, the answer read to EOF. */
+/* `pysnip exec --server URL`: one HTTP POST /v1/exec through libcurl, over TCP or a Unix
+ * socket. Lives in pysnip-serve with the other HTTP code; `pysnip exec --server` execs it, so
+ * that a one-shot run never loads libcurl. */
 #include "http_client.h"
 
+#include <curl/curl.h>
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -16,66 +15,6 @@
 #include "util.h"
 
 enum { INPUT_MAX = 16 << 20, ANSWER_MAX = 512 << 20 };
-
-static int connect_unix(const char *path)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(path) >= sizeof(a.sun_path)) {
-		ps_err("--server unix:%s: path too long", path);
-		return -1;
-	}
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		ps_err("--server unix:%s: connect: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static int connect_tcp(const char *url)
-{
-	char host[256], *colon, *slash;
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res, *ai;
-	int fd = -1, ret;
-
-	snprintf(host, sizeof(host), "%s", url + 7);
-	slash = strchr(host, '/');
-	if (slash)
-		*slash = '\0';
-	colon = strrchr(host, ':');
-	if (!colon || colon[1] == '\0' || strchr(colon, ']')) {
-		ps_err("--server %s: expected http://HOST:PORT", url);
-		return -1;
-	}
-	*colon = '\0';
-	if (host[0] == '[' && colon[-1] == ']') {
-		colon[-1] = '\0';
-		memmove(host, host + 1, strlen(host));
-	}
-	ret = getaddrinfo(host, colon + 1, &hints, &res);
-	if (ret) {
-		ps_err("--server %s: %s", url, gai_strerror(ret));
-		return -1;
-	}
-	for (ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-			break;
-		if (fd >= 0)
-			close(fd);
-		fd = -1;
-	}
-	if (fd < 0)
-		ps_err("--server %s: connect: %s", url, strerror(errno));
-	freeaddrinfo(res);
-	return fd;
-}
 
 /* Append ,"key":<quoted bytes> to the body. */
 static void add_string(FILE *f, const char *key, const char *buf, size_t len)
@@ -123,41 +62,9 @@ static char *build_body(const struct ps_opts *o, const char *code, size_t code_l
 	return body;
 }
 
-static int send_request(int fd, const char *url, const char *body, size_t len)
-{
-	const char *token = getenv("PYSNIP_TOKEN");
-	char head[1024];
-	int n;
-
-	n = snprintf(head, sizeof(head),
-		     "POST /v1/exec HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
-		     "Content-Length: %zu\r\nConnection: close\r\n%s%s%s\r\n",
-		     strncmp(url, "unix:", 5) ? url + 7 : "localhost", len,
-		     token ? "Authorization: Bearer " : "", token ? token : "", token ? "\r\n" : "");
-	if (n < 0 || (size_t)n >= sizeof(head)) {
-		ps_err("--server %s: request header too long", url);
-		return -1;
-	}
-	if (ps_write_all(fd, head, (size_t)n) < 0 || ps_write_all(fd, body, len) < 0) {
-		ps_err("--server %s: sending the request: %s", url, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
 /* Status code and body of the answer; the body is printed (verdict) or reported (error). */
-static int handle_answer(const char *url, char *ans, size_t len)
+static int handle_answer(const char *url, long code, char *body, size_t blen)
 {
-	char *body = strstr(ans, "\r\n\r\n");
-	int code;
-	size_t blen;
-
-	if (sscanf(ans, "HTTP/1.%*d %d", &code) != 1 || !body) {
-		ps_err("--server %s: not an HTTP answer", url);
-		return PS_EXIT_INTERNAL;
-	}
-	body += 4;
-	blen = len - (size_t)(body - ans);
 	while (blen && (body[blen - 1] == '\n' || body[blen - 1] == '\r'))
 		body[--blen] = '\0';
 	if (code == 200 || (code == 500 && strstr(body, "\"status\":\"internal_error\""))) {
@@ -167,18 +74,89 @@ static int handle_answer(const char *url, char *ans, size_t len)
 		}
 		return code == 200 ? PS_EXIT_OK : PS_EXIT_INTERNAL;
 	}
-	ps_err("--server %s: HTTP %d: %s", url, code, body);
+	ps_err("--server %s: HTTP %ld: %s", url, code, body);
 	return code >= 400 && code < 500 && code != 429 ? PS_EXIT_USAGE : PS_EXIT_INTERNAL;
+}
+
+struct answer {
+	char *buf;
+	size_t len;
+};
+
+static size_t on_data(char *data, size_t size, size_t n, void *arg)
+{
+	struct answer *a = arg;
+	size_t add = size * n;
+	char *nb;
+
+	if (a->len + add > ANSWER_MAX || !(nb = realloc(a->buf, a->len + add + 1)))
+		return 0;	/* makes curl fail the transfer */
+	memcpy(nb + a->len, data, add);
+	a->buf = nb;
+	a->len += add;
+	a->buf[a->len] = '\0';
+	return add;
+}
+
+/* POST body to URL (http://HOST:PORT or unix:/path). 0 with the status code, or -1 after a
+ * message naming the URL and curl's reason. */
+static int post(const char *url, const char *body, size_t len, long *code, struct answer *a)
+{
+	const char *token = getenv("PYSNIP_TOKEN");
+	char target[1024], auth[1024];
+	struct curl_slist *h = NULL, *h2;
+	CURL *c = curl_easy_init();
+	CURLcode rc = CURLE_FAILED_INIT;
+
+	if (!c) {
+		ps_err("--server %s: curl_easy_init failed", url);
+		return -1;
+	}
+	if (!strncmp(url, "unix:", 5)) {
+		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, url + 5);
+		snprintf(target, sizeof(target), "http://localhost/v1/exec");
+	} else {
+		snprintf(target, sizeof(target), "%s/v1/exec", url);
+	}
+	h2 = curl_slist_append(h, "Content-Type: application/json");
+	h = h2 ? h2 : h;
+	if (token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		h2 = curl_slist_append(h, auth);
+		h = h2 ? h2 : h;
+	}
+	curl_easy_setopt(c, CURLOPT_URL, target);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	rc = curl_easy_perform(c);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, code);
+	else
+		ps_err("--server %s: %s", url, curl_easy_strerror(rc));
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	return rc == CURLE_OK ? 0 : -1;
 }
 
 int ps_client_exec(const struct ps_opts *o)
 {
-	char *code = NULL, *in = NULL, *body = NULL, *ans = NULL;
-	size_t code_len = 0, in_len = 0, body_len, ans_len;
-	int fd = -1, ret = PS_EXIT_USAGE, r;
+	char *code = NULL, *in = NULL, *body = NULL;
+	size_t code_len = 0, in_len = 0, body_len;
+	struct answer a = { NULL, 0 };
+	long status = 0;
+	int ret = PS_EXIT_USAGE, r;
 
 	if (o->pretty) {
 		ps_err("--pretty: not available with --server (the server's verdict is printed as sent)");
+		return PS_EXIT_USAGE;
+	}
+	if (strncmp(o->server, "unix:", 5) && strncmp(o->server, "http://", 7)) {
+		ps_err("--server %s: expected http://HOST:PORT or unix:/path", o->server);
 		return PS_EXIT_USAGE;
 	}
 	r = !strcmp(o->file, "-") ? ps_read_fd(0, &code, &code_len, INPUT_MAX)
@@ -192,35 +170,18 @@ int ps_client_exec(const struct ps_opts *o)
 		goto out;
 	}
 	body = build_body(o, code, code_len, in, in_len, &body_len);
+	ret = PS_EXIT_INTERNAL;
 	if (!body) {
 		ps_err("building the request: out of memory");
-		ret = PS_EXIT_INTERNAL;
 		goto out;
 	}
-	ret = PS_EXIT_INTERNAL;
-	if (!strncmp(o->server, "unix:", 5))
-		fd = connect_unix(o->server + 5);
-	else if (!strncmp(o->server, "http://", 7))
-		fd = connect_tcp(o->server);
-	else {
-		ps_err("--server %s: expected http://HOST:PORT or unix:/path", o->server);
-		ret = PS_EXIT_USAGE;
+	if (post(o->server, body, body_len, &status, &a) < 0)
 		goto out;
-	}
-	if (fd < 0 || send_request(fd, o->server, body, body_len) < 0)
-		goto out;
-	r = ps_read_fd(fd, &ans, &ans_len, ANSWER_MAX);
-	if (r < 0) {
-		ps_err("--server %s: reading the answer: %s", o->server, strerror(-r));
-		goto out;
-	}
-	ret = handle_answer(o->server, ans, ans_len);
+	ret = handle_answer(o->server, status, a.buf ? a.buf : (char *)"", a.len);
 out:
-	if (fd >= 0)
-		close(fd);
 	free(code);
 	free(in);
 	free(body);
-	free(ans);
+	free(a.buf);
 	return ret;
 }

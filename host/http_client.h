@@ -11,4 +11,8 @@
  * failed (an internal_error verdict is printed when the server sent one). */
 int ps_client_exec(const struct ps_opts *o);
 
+/* Set by pysnip-serve, which links libcurl; NULL in pysnip, where `exec --server` execs
+ * pysnip-serve instead, so that a one-shot run never loads libcurl. */
+extern int (*ps_exec_client)(const struct ps_opts *o);
+
 #endif
