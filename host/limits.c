@@ -31,9 +31,8 @@ static const struct rlimit_row {
 	enum value_src src;
 	bool private_uid_only;
 } rows[] = {
-	/* soft = hard: the hard limit's SIGKILL is what ends a CPU hog. A worker that is PID 1
-	 * of its PID namespace ignores a default-action SIGXCPU, so the soft one alone would
-	 * not stop it. */
+	/* soft = hard: the hard limit's SIGKILL is what ends a CPU hog. A soft limit below it
+	 * only sends SIGXCPU, which a snippet can catch or ignore (signal.signal). */
 	{ RLIMIT_CPU, "RLIMIT_CPU", FROM_CPU, false },
 	/* Address space is what a runaway allocation hits first; DATA covers brk and
 	 * anonymous private mappings on kernels that count them separately. */

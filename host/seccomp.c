@@ -366,8 +366,8 @@ static int sigsys_status_fd = -1;
 
 /* A syscall the filter denies. Report it, then die by the filter: the trapped reboot()
  * below happens while SIGSYS is blocked (we are in its handler), so the kernel resets
- * SIGSYS to its default and kills us with it. That works even where we are PID 1 of our
- * namespace, which would ignore a plain kill(getpid(), SIGSYS). */
+ * SIGSYS to its default and kills us with it (a forced signal: nothing the snippet set up,
+ * not even a PID-namespace init's immunity, can ignore it). */
 static void sigsys_handler(int sig, siginfo_t *si, void *uctx)
 {
 	struct ps_status_rec rec;
