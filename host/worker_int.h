@@ -1,0 +1,31 @@
+/* Internal to worker.c (the worker's phases) and worker_spawn.c (the parent's side): the
+ * state one forked worker carries through its phases. */
+#ifndef PS_WORKER_INT_H
+#define PS_WORKER_INT_H
+
+#include "worker.h"
+
+/* Fixed descriptor numbers inside the worker. */
+enum { CHILD_STATUS_FD = 3, CHILD_REPORT_FD = 4, CHILD_FIRST_FREE_FD = 5 };
+
+struct ps_child {
+	const struct ps_worker *w;
+	const struct ps_limits *limits;	/* applied by the phases (a request may lower them) */
+	bool await_request;		/* forked ahead of demand: the code comes on fd 0 */
+	const char *code;
+	size_t code_len;
+	const char *scratch;
+	pid_t parent;
+	int in, out, err, status, report;	/* child ends before phase_stdio */
+	int filter_rx;			/* a deferred filter arrives here (-1: none) */
+	const struct ps_filter *filter;	/* what phase_seccomp loads */
+	struct ps_identity id;
+	const char *token;
+	struct ps_held held;
+	struct ps_child_err e;
+};
+
+/* The child after fork: every phase in order, then the snippet; never returns. */
+__attribute__((noreturn)) void ps_worker_child_main(struct ps_child *c);
+
+#endif
