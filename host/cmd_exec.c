@@ -131,26 +131,13 @@ static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *
 	return ret;
 }
 
-int (*ps_exec_client)(const struct ps_opts *o);
+int (*ps_exec_client)(const struct ps_opts *o, const char *code, size_t code_len, const char *in,
+		      size_t in_len);
 
 /* `exec --server`: the HTTP client lives in pysnip-serve, next to this binary. */
 static int exec_via_serve(int argc, char **argv)
 {
-	char path[4096];
-	char **args = calloc((size_t)argc + 3, sizeof(char *));
-
-	if (!args) {
-		ps_err("--server: out of memory");
-		return PS_EXIT_INTERNAL;
-	}
-	snprintf(path, sizeof(path), "%s/pysnip-serve", ps_exe_dir());
-	args[0] = path;
-	args[1] = "exec";
-	for (int i = 0; i < argc; i++)
-		args[i + 2] = argv[i];
-	execv(path, args);
-	ps_err("--server: execv(%s): %s", path, strerror(errno));
-	free(args);
+	ps_exec_sibling("pysnip-serve", "exec", argc, argv);
 	return PS_EXIT_INTERNAL;
 }
 
@@ -169,29 +156,29 @@ int ps_cmd_exec(int argc, char **argv)
 		ps_cli_usage(PS_CMD_EXEC, stdout);
 		return PS_EXIT_OK;
 	}
-	if (o.server)
-		return ps_exec_client ? ps_exec_client(&o) : exec_via_serve(argc, argv);
+	if (o.server && !ps_exec_client)	/* before anything reads our stdin */
+		return exec_via_serve(argc, argv);
 	if (o.stdin_file && !strcmp(o.stdin_file, "-") && !strcmp(o.file, "-")) {
 		ps_err("--stdin -: standard input already carries the snippet");
 		return PS_EXIT_USAGE;
 	}
-	ret = load_policy(&o, &p);
-	if (ret)
-		return ret;
 	if (read_input("snippet", o.file, SNIPPET_MAX, &code, &code_len) < 0 ||
 	    (o.stdin_file && read_input("--stdin", o.stdin_file, STDIN_MAX, &in, &in_len) < 0)) {
-		ret = PS_EXIT_USAGE;
-		goto out;
+		free(code);
+		return PS_EXIT_USAGE;
 	}
-	r.code = code;
-	r.code_len = code_len;
-	r.stdin_data = in;
-	r.stdin_len = in_len;
-	ret = run_one(&o, &p, &r);
-out:
+	if (o.server) {
+		ret = ps_exec_client(&o, code, code_len, in, in_len);
+	} else if ((ret = load_policy(&o, &p)) == 0) {
+		r.code = code;
+		r.code_len = code_len;
+		r.stdin_data = in;
+		r.stdin_len = in_len;
+		ret = run_one(&o, &p, &r);
+		ps_policy_free(&p);
+	}
 	free(code);
 	free(in);
-	ps_policy_free(&p);
 	return ret;
 }
 

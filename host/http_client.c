@@ -14,7 +14,7 @@
 #include "result.h"
 #include "util.h"
 
-enum { INPUT_MAX = 16 << 20, ANSWER_MAX = 512 << 20 };
+enum { ANSWER_MAX = 512 << 20 };
 
 /* Append ,"key":<quoted bytes> to the body. */
 static void add_string(FILE *f, const char *key, const char *buf, size_t len)
@@ -143,13 +143,14 @@ static int post(const char *url, const char *body, size_t len, long *code, struc
 	return rc == CURLE_OK ? 0 : -1;
 }
 
-int ps_client_exec(const struct ps_opts *o)
+int ps_client_exec(const struct ps_opts *o, const char *code, size_t code_len, const char *in,
+		   size_t in_len)
 {
-	char *code = NULL, *in = NULL, *body = NULL;
-	size_t code_len = 0, in_len = 0, body_len;
+	char *body;
+	size_t body_len;
 	struct answer a = { NULL, 0 };
 	long status = 0;
-	int ret = PS_EXIT_USAGE, r;
+	int ret = PS_EXIT_INTERNAL;
 
 	if (o->pretty) {
 		ps_err("--pretty: not available with --server (the server's verdict is printed as sent)");
@@ -159,28 +160,13 @@ int ps_client_exec(const struct ps_opts *o)
 		ps_err("--server %s: expected http://HOST:PORT or unix:/path", o->server);
 		return PS_EXIT_USAGE;
 	}
-	r = !strcmp(o->file, "-") ? ps_read_fd(0, &code, &code_len, INPUT_MAX)
-				  : ps_read_file(o->file, &code, &code_len);
-	if (r < 0) {
-		ps_err("snippet %s: %s", o->file, strerror(-r));
-		goto out;
-	}
-	if (o->stdin_file && (r = ps_read_file(o->stdin_file, &in, &in_len)) < 0) {
-		ps_err("--stdin %s: %s", o->stdin_file, strerror(-r));
-		goto out;
-	}
 	body = build_body(o, code, code_len, in, in_len, &body_len);
-	ret = PS_EXIT_INTERNAL;
 	if (!body) {
 		ps_err("building the request: out of memory");
-		goto out;
+		return PS_EXIT_INTERNAL;
 	}
-	if (post(o->server, body, body_len, &status, &a) < 0)
-		goto out;
-	ret = handle_answer(o->server, status, a.buf ? a.buf : (char *)"", a.len);
-out:
-	free(code);
-	free(in);
+	if (post(o->server, body, body_len, &status, &a) == 0)
+		ret = handle_answer(o->server, status, a.buf ? a.buf : (char *)"", a.len);
 	free(body);
 	free(a.buf);
 	return ret;

@@ -65,6 +65,8 @@ static int find_prefix(char *err, size_t errlen)
 	Dl_info info;
 	char real[PATH_MAX], landmark[PATH_MAX + 32];
 	char *lib = NULL;
+	if (st.prefix[0])	/* found already (ps_interp_locate in the parent) */
+		return 0;
 #ifdef PS_PY_PREFIX
 	/* libpython linked statically into this binary: the prefix it was built for. (dladdr
 	 * would name the executable, which may be /proc/self/exe and unreadable to us.) */
@@ -80,14 +82,8 @@ static int find_prefix(char *err, size_t errlen)
 	lib = strstr(real, "/lib/");
 #endif
 	if (!lib) {
-#ifdef PS_PY_PREFIX
-		/* libpython linked statically into this binary: the prefix it was built for. */
-		snprintf(real, sizeof(real), "%s", PS_PY_PREFIX);
-		lib = real + strlen(real);
-#else
 		snprintf(err, errlen, "interp: libpython %s is not under a lib/ directory", real);
 		return -1;
-#endif
 	}
 	*lib = '\0';
 	snprintf(st.prefix, sizeof(st.prefix), "%s", real[0] ? real : "/");
@@ -96,6 +92,7 @@ static int find_prefix(char *err, size_t errlen)
 	struct stat sb;
 	if (stat(landmark, &sb) < 0) {
 		snprintf(err, errlen, "interp: stat(%s): no stdlib next to libpython", landmark);
+		st.prefix[0] = '\0';
 		return -1;
 	}
 	return 0;

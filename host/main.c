@@ -17,21 +17,7 @@
  * the HTTP library and what it pulls in. */
 static int run_serve(int argc, char **argv)
 {
-	char path[PATH_MAX];
-	char **args = calloc((size_t)argc + 3, sizeof(char *));
-
-	snprintf(path, sizeof(path), "%s/pysnip-serve", ps_exe_dir());
-	if (!args) {
-		fprintf(stderr, "pysnip: serve: out of memory\n");
-		return PS_EXIT_INTERNAL;
-	}
-	args[0] = path;
-	args[1] = "serve";
-	for (int i = 0; i < argc; i++)
-		args[i + 2] = argv[i];
-	execv(path, args);
-	fprintf(stderr, "pysnip: serve: execv(%s): %s\n", path, strerror(errno));
-	free(args);
+	ps_exec_sibling("pysnip-serve", "serve", argc, argv);
 	return PS_EXIT_INTERNAL;
 }
 

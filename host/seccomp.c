@@ -291,34 +291,17 @@ int ps_filter_send(const struct ps_filter *f, int fd)
 	return rc < 0 ? rc : ps_write_all(fd, f->insns, (size_t)f->len * sizeof(*f->insns));
 }
 
-static int read_all(int fd, void *buf, size_t len)
-{
-	char *b = buf;
-
-	while (len) {
-		ssize_t n = read(fd, b, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EPIPE;
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int ps_filter_receive(int fd, const struct ps_filter **out, struct ps_child_err *e)
 {
 	static struct sock_filter insns[BPF_MAXINSNS];
 	static struct ps_filter rx;
 	struct filter_wire h;
-	int rc = read_all(fd, &h, sizeof(h));
+	int rc = ps_read_exact(fd, &h, sizeof(h));
 
 	if (rc == 0 && (h.len == 0 || h.len > BPF_MAXINSNS))
 		rc = -EPROTO;
 	if (rc == 0)
-		rc = read_all(fd, insns, (size_t)h.len * sizeof(*insns));
+		rc = ps_read_exact(fd, insns, (size_t)h.len * sizeof(*insns));
 	if (rc < 0) {
 		ps_child_err_set(e, -rc, "read(filter pipe): %s", ps_errstr(-rc));
 		return -1;

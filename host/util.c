@@ -108,12 +108,51 @@ const char *ps_exe_dir(void)
 	return dir;
 }
 
+int ps_exec_sibling(const char *name, const char *cmd, int argc, char **argv)
+{
+	char path[PATH_MAX];
+	char **args = calloc((size_t)argc + 3, sizeof(char *));
+	int e;
+
+	if (!args) {
+		ps_err("%s: out of memory", cmd);
+		return -ENOMEM;
+	}
+	snprintf(path, sizeof(path), "%s/%s", ps_exe_dir(), name);
+	args[0] = path;
+	args[1] = (char *)cmd;
+	for (int i = 0; i < argc; i++)
+		args[i + 2] = argv[i];
+	execv(path, args);
+	e = errno;
+	ps_err("%s: execv(%s): %s", cmd, path, strerror(e));
+	free(args);
+	return -e;
+}
+
 uint64_t ps_now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+int ps_read_exact(int fd, void *buf, size_t len)
+{
+	char *b = buf;
+
+	while (len) {
+		ssize_t n = read(fd, b, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EPIPE;
+		b += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }
 
 int ps_write_all(int fd, const void *buf, size_t len)

@@ -22,11 +22,19 @@ int ps_parse_duration_ms(const char *s, uint64_t *out, char *err, size_t errlen)
 int ps_read_file(const char *path, char **buf, size_t *len);
 int ps_read_fd(int fd, char **buf, size_t *len, size_t max);
 
+/* Replace this process with NAME, next to this binary, run as `NAME CMD ARGV...`. Returns
+ * only on failure (-errno, after a message naming the path). */
+int ps_exec_sibling(const char *name, const char *cmd, int argc, char **argv);
+
 /* Directory holding the running binary (resolved once). */
 const char *ps_exe_dir(void);
 
 /* Monotonic milliseconds/microseconds. */
 uint64_t ps_now_us(void);
+
+/* read() exactly len bytes, retrying on EINTR/short reads. 0, -errno, or -EPIPE at an early
+ * EOF. Async-signal-safe, no allocation: usable in a worker after fork. */
+int ps_read_exact(int fd, void *buf, size_t len);
 
 /* write() all of buf, retrying on EINTR/short writes. 0 or -errno. Async-signal-safe. */
 int ps_write_all(int fd, const void *buf, size_t len);

@@ -209,23 +209,6 @@ static int phase_seccomp(struct ps_child *c)
 	return 0;
 }
 
-static int read_exact(int fd, void *buf, size_t len)
-{
-	char *b = buf;
-
-	while (len) {
-		ssize_t n = read(fd, b, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EPIPE;
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Forked ahead of demand: wait here, every other phase held, for the request; then lower the
  * rlimits to its limits. Soft and hard both (ps_limits_apply), so that the snippet cannot
  * raise them back; prlimit64 on ourselves is all the filter lets through for it. The code
@@ -238,7 +221,7 @@ static int phase_request(struct ps_child *c)
 
 	if (!c->await_request)
 		return 0;
-	ret = read_exact(0, &q, sizeof(q));
+	ret = ps_read_exact(0, &q, sizeof(q));
 	if (ret == 0 && q.magic != PS_WREQ_MAGIC)
 		ret = -EPROTO;
 	if (ret < 0) {
@@ -251,7 +234,7 @@ static int phase_request(struct ps_child *c)
 				 ps_errstr(ENOMEM));
 		return -1;
 	}
-	ret = read_exact(0, code, q.code_len);
+	ret = ps_read_exact(0, code, q.code_len);
 	if (ret < 0) {
 		ps_child_err_set(&c->e, -ret, "read(0, code): %s", ps_errstr(-ret));
 		return -1;
