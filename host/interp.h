@@ -35,7 +35,7 @@ void ps_interp_set_report_token(const char *token);
 
 /* Child, last phase: run code as __main__ under "<snippet>". Writes one JSON report
  * (see pyshim/) to report_fd. Returns the exit code for _exit: 0 finished, 1 uncaught exception. */
-int ps_interp_run(const char *code, size_t len, int report_fd);
+int ps_interp_run(const char *code, size_t len, int report_fd);	/* code[len] == '\0' */
 
 /* The interpreter's stdlib and lib-dynload directories (for Landlock's read-only rules). */
 const char *ps_interp_stdlib_dir(void);

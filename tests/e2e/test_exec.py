@@ -216,6 +216,13 @@ def test_nul_bytes_in_code_are_an_exception_not_a_crash():
     assert v["exception"]["type"] in ("SyntaxError", "ValueError")
 
 
+def test_coding_cookie_is_honoured():
+    # the snippet's bytes are compiled as compile(bytes) would: a PEP 263 cookie decides
+    v, rc, _ = run_exec(b"# -*- coding: latin-1 -*-\nprint('\xe9')\n")
+    assert rc == 0 and v["status"] == "ok"
+    assert v["stdout"] == "\u00e9\n"
+
+
 def test_non_utf8_code_is_an_exception():
     v, rc, _ = run_exec(b"print('\xff\xfe')\n")
     assert rc == 0
