@@ -57,12 +57,12 @@ endif
 SERVE_SRCS := host/serve_main.c host/cmd_serve.c host/server.c host/server_request.c host/zygote.c \
               host/http_client.c
 HOST_SRCS := $(filter-out host/main.c $(SERVE_SRCS),$(wildcard host/*.c))
-HOST_OBJS := $(HOST_SRCS:host/%.c=$(BUILD)/%.o) $(BUILD)/pyshim_blob.o
+HOST_OBJS := $(HOST_SRCS:host/%.c=$(BUILD)/%.o) $(BUILD)/pyshim_blob.o $(BUILD)/closure_table.o
 SERVE_OBJS := $(SERVE_SRCS:host/%.c=$(BUILD)/%.o)
 SERVE_BIN := $(dir $(BIN))pysnip-serve
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-PYSHIM    := $(wildcard pyshim/*.py)
+PYSHIM    := $(filter-out pyshim/closure.py,$(wildcard pyshim/*.py))
 
 .PHONY: all test test-unprivileged unit e2e asan bench clean deps
 
@@ -84,6 +84,13 @@ $(BUILD)/%.o: host/%.c $(wildcard host/*.h) | $(BUILD)
 # and embedded in the binary, so a one-shot run pays no compile.
 $(BUILD)/pyshim.marshal: $(PYSHIM) tools/marshal_pyshim.py | $(BUILD)
 	$(PYTHON311) -I -S tools/marshal_pyshim.py $@ $(PYSHIM)
+
+# pyshim/closure.py is data (the import closure of every stdlib module): a C table, not code.
+$(BUILD)/closure_table.c: pyshim/closure.py tools/closure_table.py | $(BUILD)
+	$(PYTHON311) -I -S tools/closure_table.py $@ pyshim/closure.py
+
+$(BUILD)/closure_table.o: $(BUILD)/closure_table.c host/closure.h
+	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/pyshim_blob.o: host/pyshim_blob.S $(BUILD)/pyshim.marshal
 	$(CC) -c -DPYSHIM_BLOB='"$(BUILD)/pyshim.marshal"' -o $@ $<

@@ -12,6 +12,7 @@
  * pyshim vs snippet) still decides code-creation powers: compile() with a trusted-looking
  * filename, code.__new__ and marshal.loads outside importlib are denied to snippet code. */
 #include "audit_int.h"
+#include "closure.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -723,36 +724,58 @@ void ps_audit_protect_fd(int fd)
 	}
 }
 
-static int set_sorted(char ***v, size_t *n, PyObject *names)
+/* Append the dependencies of name's top-level module (the generated closure table). */
+static size_t add_closure_of(const char **v, size_t n, const char *name)
 {
-	PyObject *seq = PySequence_Fast(names, "a list of module names");
-	if (!seq)
+	const struct ps_closure_entry *e = ps_closure_find(name, strcspn(name, "."));
+
+	for (const char *const *d = e ? e->deps : NULL; d && *d; d++)
+		v[n++] = *d;
+	return n;
+}
+
+int ps_audit_build_closure(const struct ps_strlist *modules)
+{
+	PyObject *loaded = PySys_GetObject("modules");	/* borrowed */
+	PyObject *key, *value;
+	Py_ssize_t pos = 0;
+	size_t cap = 0, n = 0, m = 0;
+	const char **v;
+
+	if (!loaded || !PyDict_Check(loaded)) {
+		PyErr_SetString(PyExc_RuntimeError, "sys.modules is not a dict");
 		return -1;
-	Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
-	char **w = calloc((size_t)k + 1, sizeof(char *));
-	size_t m = 0;
-	for (Py_ssize_t i = 0; w && i < k; i++) {
-		const char *s = PyUnicode_Check(PySequence_Fast_GET_ITEM(seq, i)) ?
-			PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i)) : NULL;
-		if (!s || !(w[m++] = strdup(s))) {
-			Py_DECREF(seq);
-			if (!PyErr_Occurred())
-				PyErr_NoMemory();
-			return -1;	/* the partial copy is dropped with the process */
-		}
 	}
-	Py_DECREF(seq);
-	if (!w) {
+	/* room for every name: what init loaded, and each allowed module's closure */
+	cap = (size_t)PyDict_GET_SIZE(loaded);
+	for (size_t i = 0; modules && i < modules->n; i++) {
+		const struct ps_closure_entry *e =
+			ps_closure_find(modules->items[i], strcspn(modules->items[i], "."));
+		for (const char *const *d = e ? e->deps : NULL; d && *d; d++)
+			cap++;
+	}
+	v = calloc(cap + 1, sizeof(*v));
+	if (!v) {
 		PyErr_NoMemory();
 		return -1;
 	}
-	qsort(w, m, sizeof(char *), cmp_str);
-	*v = w;
-	*n = m;
-	return 0;
-}
+	/* loaded by init: the probe that made closure.py had them too */
+	while (PyDict_Next(loaded, &pos, &key, &value)) {
+		const char *s = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
 
-int ps_audit_set_closure(PyObject *names)
-{
-	return set_sorted(&aud.closure, &aud.n_closure, names);
+		if (s && !(v[n++] = strdup(s))) {
+			PyErr_NoMemory();
+			return -1;	/* the partial copy is dropped with the process */
+		}
+		PyErr_Clear();
+	}
+	for (size_t i = 0; modules && i < modules->n; i++)
+		n = add_closure_of(v, n, modules->items[i]);
+	qsort(v, n, sizeof(*v), cmp_str);
+	for (size_t i = 0; i < n; i++)	/* unique */
+		if (m == 0 || strcmp(v[m - 1], v[i]))
+			v[m++] = v[i];
+	aud.closure = v;
+	aud.n_closure = m;
+	return 0;
 }

@@ -31,8 +31,9 @@ void ps_audit_protect_fd(int fd);
 bool ps_audit_fd_protected(int fd);
 
 /* The closure of the allowlist: every module the allowed ones import (exact names), which the
- * stdlib may import on the snippet's behalf. 0, or -1 with an exception set. */
-int ps_audit_set_closure(PyObject *names);
+ * stdlib may import on the snippet's behalf: what init loaded (sys.modules now) and each
+ * allowed module's closure (closure.h). 0, or -1 with an exception set. */
+int ps_audit_build_closure(const struct ps_strlist *modules);
 
 /* Whether exc is an exception the hook itself raised (a denial), not a look-alike. */
 bool ps_audit_raised_by_hook(PyObject *exc);

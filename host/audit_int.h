@@ -31,7 +31,7 @@ struct ps_audit_state {
 	struct path_set readable, writable, trusted;
 	char **modules;			/* sorted allowlist */
 	size_t n_modules;
-	char **closure;			/* sorted: what the allowed modules import (exact names) */
+	const char **closure;		/* sorted: what the allowed modules import (exact names) */
 	size_t n_closure;
 	char **audit_allow;
 	size_t n_audit_allow;

@@ -258,7 +258,8 @@ static PyObject *shim_call(const char *name, PyObject *args)
 	return r;
 }
 
-static int setup_shim(const struct ps_interp_opts *o)
+/* A list of the allowlist's names, for preimport(). */
+static PyObject *module_list(const struct ps_interp_opts *o)
 {
 	PyObject *mods = PyList_New(0);
 	for (size_t i = 0; mods && o->modules && i < o->modules->n; i++) {
@@ -267,26 +268,32 @@ static int setup_shim(const struct ps_interp_opts *o)
 			Py_CLEAR(mods);
 		Py_XDECREF(m);
 	}
-	PyObject *imp = NULL, *finder = NULL;
-	if (mods && o->python_layer) {
+	return mods;
+}
+
+static int setup_shim(const struct ps_interp_opts *o)
+{
+	PyObject *imp = NULL, *finder = NULL, *r = NULL;
+	bool ok = true;
+	if (o->python_layer) {
 		PyObject *orig = PyDict_GetItemString(PyEval_GetBuiltins(), "__import__");
 		imp = orig ? ps_audit_import_func(orig) : NULL;
 		finder = ps_audit_finder();
-		if (!imp || !finder)
-			Py_CLEAR(mods);
+		ok = imp && finder;
 	}
-	PyObject *r = NULL;
-	if (mods)
-		r = shim_call("setup", Py_BuildValue("(OOOO)", o->python_layer ? Py_True : Py_False,
-						     mods, imp ? imp : Py_None,
-						     finder ? finder : Py_None));
-	/* setup() answers with the closure of the allowlist; guards go in before any other
-	 * module (os) copies the functions they replace */
-	if (r && o->python_layer && (ps_audit_set_closure(r) < 0 || ps_guard_install() < 0))
+	if (ok)
+		r = shim_call("setup", Py_BuildValue("(OOO)", o->python_layer ? Py_True : Py_False,
+						    imp ? imp : Py_None, finder ? finder : Py_None));
+	/* the closure before the import hooks see their first import; guards go in before any
+	 * other module (os) copies the functions they replace */
+	if (r && o->python_layer &&
+	    (ps_audit_build_closure(o->modules) < 0 || ps_guard_install() < 0))
 		Py_CLEAR(r);
-	if (r && o->preimport)
-		Py_SETREF(r, shim_call("preimport", Py_BuildValue("(O)", mods)));
-	Py_XDECREF(mods);
+	if (r && o->preimport) {
+		PyObject *mods = module_list(o);
+		Py_SETREF(r, mods ? shim_call("preimport", Py_BuildValue("(O)", mods)) : NULL);
+		Py_XDECREF(mods);
+	}
 	Py_XDECREF(imp);
 	Py_XDECREF(finder);
 	Py_XDECREF(r);

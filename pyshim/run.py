@@ -6,17 +6,13 @@ import builtins
 import sys
 
 
-def setup(python_layer, modules, import_func, finder):
+def setup(python_layer, import_func, finder):
     """Install the import policy (the C __import__ wrapper and a meta_path finder, both from
-    host/audit.c). With the python layer off nothing is installed. Returns the closure of the
-    allowlist: every module that importing an allowed one loads (see closure.py)."""
+    host/audit.c). With the python layer off nothing is installed. (The closure of the
+    allowlist is built in C from closure.py, compiled into the binary: host/closure.h.)"""
     if python_layer:
         builtins.__import__ = import_func
         sys.meta_path.insert(0, finder)
-    closure = set(sys.modules)  # loaded by init: the probe that made closure.py had them too
-    for name in modules:
-        closure.update(_CLOSURE.get(name.partition(".")[0], "").split())
-    return sorted(closure)
 
 
 def preimport(modules):

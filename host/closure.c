@@ -1,0 +1,25 @@
+/* Lookups in the generated closure table (build/closure_table.c). */
+#include "closure.h"
+
+#include <string.h>
+
+const struct ps_closure_entry *ps_closure_find(const char *name, size_t len)
+{
+	size_t lo = 0, hi = ps_closure_table_len;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const char *n = ps_closure_table[mid].name;
+		int c = strncmp(n, name, len);
+
+		if (c == 0)
+			c = n[len] ? 1 : 0;
+		if (c == 0)
+			return &ps_closure_table[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
