@@ -80,8 +80,15 @@ static bool in_allowlist(const char *name)
 static bool in_closure(const char *name)
 {
 	const char *key = name;
-	return aud.n_closure &&
-	       bsearch(&key, aud.closure, aud.n_closure, sizeof(char *), cmp_str) != NULL;
+	long idx;
+
+	if (!aud.closure_bits)
+		return false;
+	idx = ps_closure_name_index(name);
+	if (idx >= 0)
+		return aud.closure_bits[idx];
+	return aud.n_closure_extra && bsearch(&key, aud.closure_extra, aud.n_closure_extra,
+					      sizeof(char *), cmp_str) != NULL;
 }
 
 /* The C modules behind an allowed module that C code imports on the snippet's behalf
@@ -724,58 +731,44 @@ void ps_audit_protect_fd(int fd)
 	}
 }
 
-/* Append the dependencies of name's top-level module (the generated closure table). */
-static size_t add_closure_of(const char **v, size_t n, const char *name)
-{
-	const struct ps_closure_entry *e = ps_closure_find(name, strcspn(name, "."));
-
-	for (const char *const *d = e ? e->deps : NULL; d && *d; d++)
-		v[n++] = *d;
-	return n;
-}
-
 int ps_audit_build_closure(const struct ps_strlist *modules)
 {
 	PyObject *loaded = PySys_GetObject("modules");	/* borrowed */
 	PyObject *key, *value;
 	Py_ssize_t pos = 0;
-	size_t cap = 0, n = 0, m = 0;
-	const char **v;
+	size_t n = 0;
 
 	if (!loaded || !PyDict_Check(loaded)) {
 		PyErr_SetString(PyExc_RuntimeError, "sys.modules is not a dict");
 		return -1;
 	}
-	/* room for every name: what init loaded, and each allowed module's closure */
-	cap = (size_t)PyDict_GET_SIZE(loaded);
+	aud.closure_bits = calloc(ps_closure_names_len, 1);
+	aud.closure_extra = calloc((size_t)PyDict_GET_SIZE(loaded) + 1, sizeof(char *));
+	if (!aud.closure_bits || !aud.closure_extra) {
+		PyErr_NoMemory();
+		return -1;	/* the partial state is dropped with the process */
+	}
 	for (size_t i = 0; modules && i < modules->n; i++) {
 		const struct ps_closure_entry *e =
 			ps_closure_find(modules->items[i], strcspn(modules->items[i], "."));
-		for (const char *const *d = e ? e->deps : NULL; d && *d; d++)
-			cap++;
-	}
-	v = calloc(cap + 1, sizeof(*v));
-	if (!v) {
-		PyErr_NoMemory();
-		return -1;
+
+		for (size_t k = 0; e && k < e->n_deps; k++)
+			aud.closure_bits[e->deps[k]] = 1;
 	}
 	/* loaded by init: the probe that made closure.py had them too */
 	while (PyDict_Next(loaded, &pos, &key, &value)) {
 		const char *s = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+		long idx = s ? ps_closure_name_index(s) : -1;
 
-		if (s && !(v[n++] = strdup(s))) {
-			PyErr_NoMemory();
-			return -1;	/* the partial copy is dropped with the process */
-		}
 		PyErr_Clear();
+		if (idx >= 0)
+			aud.closure_bits[idx] = 1;
+		else if (s && !(aud.closure_extra[n++] = strdup(s))) {
+			PyErr_NoMemory();
+			return -1;
+		}
 	}
-	for (size_t i = 0; modules && i < modules->n; i++)
-		n = add_closure_of(v, n, modules->items[i]);
-	qsort(v, n, sizeof(*v), cmp_str);
-	for (size_t i = 0; i < n; i++)	/* unique */
-		if (m == 0 || strcmp(v[m - 1], v[i]))
-			v[m++] = v[i];
-	aud.closure = v;
-	aud.n_closure = m;
+	qsort(aud.closure_extra, n, sizeof(char *), cmp_str);
+	aud.n_closure_extra = n;
 	return 0;
 }

@@ -31,8 +31,11 @@ struct ps_audit_state {
 	struct path_set readable, writable, trusted;
 	char **modules;			/* sorted allowlist */
 	size_t n_modules;
-	const char **closure;		/* sorted: what the allowed modules import (exact names) */
-	size_t n_closure;
+	/* what the allowed modules import (exact names): a flag per ps_closure_names entry, and
+	 * the sorted names init loaded that the table does not list */
+	unsigned char *closure_bits;
+	char **closure_extra;
+	size_t n_closure_extra;
 	char **audit_allow;
 	size_t n_audit_allow;
 	char scratch[PATH_MAX];

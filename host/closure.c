@@ -1,4 +1,4 @@
-/* Lookups in the generated closure table (build/closure_table.c). */
+/* Lookups in the generated closure tables (build/closure_table.c). */
 #include "closure.h"
 
 #include <string.h>
@@ -22,4 +22,22 @@ const struct ps_closure_entry *ps_closure_find(const char *name, size_t len)
 			hi = mid;
 	}
 	return NULL;
+}
+
+long ps_closure_name_index(const char *name)
+{
+	size_t lo = 0, hi = ps_closure_names_len;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(ps_closure_names[mid], name);
+
+		if (c == 0)
+			return (long)mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
 }

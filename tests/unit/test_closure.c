@@ -7,8 +7,8 @@
 
 static bool has_dep(const struct ps_closure_entry *e, const char *dep)
 {
-	for (const char *const *d = e ? e->deps : NULL; d && *d; d++)
-		if (!strcmp(*d, dep))
+	for (size_t k = 0; e && k < e->n_deps; k++)
+		if (!strcmp(ps_closure_names[e->deps[k]], dep))
 			return true;
 	return false;
 }
@@ -24,7 +24,15 @@ int main(void)
 		const char *n = ps_closure_table[i].name;
 
 		CHECK(ps_closure_find(n, strlen(n)) == &ps_closure_table[i]);
+		CHECK(ps_closure_name_index(n) >= 0);	/* every key is a name too */
+		for (size_t k = 0; k < ps_closure_table[i].n_deps; k++)
+			CHECK(ps_closure_table[i].deps[k] < ps_closure_names_len);
 	}
+	for (size_t i = 1; i < ps_closure_names_len; i++)
+		CHECK(strcmp(ps_closure_names[i - 1], ps_closure_names[i]) < 0);
+	for (size_t i = 0; i < ps_closure_names_len; i++)
+		CHECK(ps_closure_name_index(ps_closure_names[i]) == (long)i);
+	CHECK(ps_closure_name_index("no_such_module") == -1);
 	/* "json.decoder": the first part, "json", whose closure holds _json and re */
 	e = ps_closure_find("json.decoder", strcspn("json.decoder", "."));
 	CHECK(e && !strcmp(e->name, "json"));
@@ -36,6 +44,6 @@ int main(void)
 	CHECK(ps_closure_find("", 0) == NULL);
 	/* modules that import nothing have an empty list, not a missing one */
 	e = ps_closure_find("math", 4);
-	CHECK(e && e->deps && e->deps[0] == NULL);
+	CHECK(e && e->n_deps == 0);
 	return ps_test_done("test_closure");
 }
