@@ -4,9 +4,10 @@
 #   make asan     ASan+UBSan build in build-asan/, then the tests against it
 #   make bench    latency figures (printed, not asserted)
 
-# pysnip (exec, check-policy) and pysnip-serve (serve and its zygotes, which `pysnip serve`
-# execs) are two binaries so that a one-shot run never loads libmicrohttpd and the GnuTLS chain
-# behind it (~1.5 ms of every start, measured).
+# pysnip (exec, check-policy, and serve's zygotes) and pysnip-serve (the HTTP front, which
+# `pysnip serve` execs) are two binaries so that neither a one-shot run nor a zygote loads
+# libmicrohttpd, libcurl and the GnuTLS chain behind them (~1.5 ms of every start; twice the
+# mapped areas for every zygote fork and worker exit to walk).
 PKGS      := python3-embed libseccomp libcap-ng libcjson
 SERVE_PKGS := libmicrohttpd libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(SERVE_PKGS))

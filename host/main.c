@@ -29,6 +29,7 @@ static const struct command {
 	{ "exec", ps_cmd_exec, "run one snippet, print its verdict" },
 	{ "check-policy", ps_cmd_check_policy, "validate a policy and print it resolved" },
 	{ "serve", run_serve, "HTTP JSON API: warm zygotes, worker pool, auth, metrics" },
+	{ "zygote", ps_cmd_zygote, NULL },	/* internal: started by pysnip-serve */
 };
 
 static void usage(FILE *f)

@@ -1,4 +1,4 @@
-/* pysnip-serve: `pysnip serve`, its zygotes and the `exec --server` client. A binary of its
+/* pysnip-serve: `pysnip serve` and the `exec --server` client. A binary of its
  * own so that the one-shot `pysnip exec` never loads libmicrohttpd or libcurl; `pysnip serve`
  * and `pysnip exec --server` exec this. */
 #include <stdio.h>
@@ -11,8 +11,6 @@ int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "serve"))
 		return ps_cmd_serve(argc - 2, argv + 2);
-	if (argc >= 2 && !strcmp(argv[1], "zygote"))	/* internal: started by serve */
-		return ps_cmd_zygote(argc - 2, argv + 2);
 	if (argc >= 2 && !strcmp(argv[1], "exec")) {	/* `pysnip exec --server` lands here */
 		ps_exec_client = ps_client_exec;
 		return ps_cmd_exec(argc - 2, argv + 2);

@@ -34,6 +34,9 @@
 
 /* zygote -> front, with PS_ZWORKER_FDS descriptors: in, out, err, status, report, pidfd, life */
 enum { PS_ZWORKER_FDS = 7 };
+
+/* The zygote's end of its control socket (a SOCK_SEQPACKET pair made by the front). */
+enum { PS_ZYGOTE_CTL_FD = 3 };
 struct ps_zworker {
 	uint32_t magic;
 	uint32_t slot;
