@@ -491,5 +491,7 @@ int ps_interp_run(const char *code, size_t len, int report_fd)
 	Py_XDECREF(exc);
 	Py_XDECREF(src);
 	Py_XDECREF(globals);
+	if (priv >= 0)
+		close(priv);	/* the report is written: its end is the channel's EOF */
 	return rc;
 }

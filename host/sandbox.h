@@ -43,6 +43,7 @@ enum ps_rec_kind {
 	PS_REC_PHASE_FAIL = 1,	/* a phase failed: phase, err, msg */
 	PS_REC_HELD = 2,	/* every phase done, the snippet starts: held */
 	PS_REC_SYSCALL = 3,	/* the seccomp SIGSYS handler: syscall_nr, arch */
+	PS_REC_EXIT = 4,	/* a zygote's worker, about to _exit(err): usage; msg the token */
 };
 
 struct ps_status_rec {
@@ -52,6 +53,7 @@ struct ps_status_rec {
 	int32_t syscall_nr;
 	uint32_t arch;		/* AUDIT_ARCH_* of the trapped call */
 	struct ps_held held;
+	int64_t utime_us, stime_us, maxrss_kb;	/* PS_REC_EXIT: getrusage(RUSAGE_SELF) */
 	char msg[200];
 };
 

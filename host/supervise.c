@@ -31,6 +31,8 @@ struct sv {
 	size_t in_off;
 	uint64_t output_total;
 	bool killed;
+	bool exit_said;		/* a valid PS_REC_EXIT came */
+	struct ps_status_rec exit_rec;
 };
 
 /* The worker leads its own process group (setsid in phase_lifecycle). A zygote's worker
@@ -136,6 +138,14 @@ static void take_record(struct sv *s, const struct ps_status_rec *rec)
 	/* Once the snippet runs it can write to this pipe too: from then on only the SIGSYS
 	 * handler's record counts, and only as the name of a death the kernel confirms
 	 * (result.c requires SIGSYS). The last one wins: the handler's comes last. */
+	if (o->have_held && rec->kind == PS_REC_EXIT && s->f->early_exit && !s->killed &&
+	    o->report_token[0] && !strncmp(rec->msg, o->report_token, sizeof(rec->msg))) {
+		s->exit_said = true;
+		s->exit_rec = *rec;
+		if (!o->run_us)
+			o->run_us = ps_now_us() - s->start_us - o->setup_us;
+		return;
+	}
 	if (o->have_held && rec->kind != PS_REC_SYSCALL)
 		return;
 	switch (rec->kind) {
@@ -260,7 +270,7 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 			open_fds += p[i].fd >= 0;
 		/* Done when the worker is gone and its channels drained; or when every channel
 		 * closed and there is no pidfd to watch. */
-		if (open_fds == 0 && (exited || p[FD_PID].fd < 0))
+		if (open_fds == 0 && (exited || p[FD_PID].fd < 0 || s.exit_said))
 			break;
 		int t = s.killed ? 50 : poll_timeout(deadline);
 		int n = poll(p, FD_COUNT, exited ? 0 : t);
@@ -310,7 +320,17 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 	for (int i = FD_OUT; i <= FD_IN; i++)
 		if (p[i].fd >= 0)
 			close(p[i].fd);
-	if (s.remote) {
+	if (s.exit_said && !exited) {
+		/* ending as it said, its channels closed: what it will exit with is known (a
+		 * survivor in its group, were there one, goes below) */
+		o->wait_status = (s.exit_rec.err & 0xff) << 8;
+		o->ru.ru_utime.tv_sec = s.exit_rec.utime_us / 1000000;
+		o->ru.ru_utime.tv_usec = s.exit_rec.utime_us % 1000000;
+		o->ru.ru_stime.tv_sec = s.exit_rec.stime_us / 1000000;
+		o->ru.ru_stime.tv_usec = s.exit_rec.stime_us % 1000000;
+		o->ru.ru_maxrss = s.exit_rec.maxrss_kb;
+		o->reaped = true;
+	} else if (s.remote) {
 		o->reaped = read_reaped(f->life, o);
 	} else {
 		while (wait4(pid, &o->wait_status, 0, &o->ru) < 0) {

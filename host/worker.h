@@ -122,6 +122,9 @@ struct ps_supervise_fds {
 	int life;
 	const char *feed;			/* written to in, then in is closed */
 	size_t feed_len;
+	/* a zygote's worker without a per-run cgroup: its PS_REC_EXIT (behind the token) ends
+	 * the run once its channels are closed, without waiting for the exit to complete */
+	bool early_exit;
 };
 
 #define PS_REAPED_MAGIC 0x64707270u	/* "prpd" */

@@ -184,7 +184,7 @@ int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const 
 	memset(o, 0, sizeof(*o));
 	memset(p, 0, sizeof(*p));
 	p->pid = -1;
-	p->f = (struct ps_supervise_fds){ -1, -1, -1, -1, -1, -1, -1, NULL, 0 };
+	p->f = (struct ps_supervise_fds){ -1, -1, -1, -1, -1, -1, -1, NULL, 0, false };
 	p->cg.dir_fd = -1;
 	memset(&c, 0, sizeof(c));
 	c.w = w;

@@ -402,13 +402,15 @@ static bool needs_own_worker(const struct ps_policy *p, const struct ps_run *r)
 }
 
 /* Supervise the run on a worker from the pool, here in the request's thread. */
-static void run_on(struct ps_zygote *z, struct ps_zidle *e, const struct ps_run *r,
-		   struct ps_outcome *o)
+static void run_on(struct ps_zygote *z, struct ps_zidle *e, const struct ps_policy *p,
+		   const struct ps_run *r, struct ps_outcome *o)
 {
 	struct ps_wreq q = { .magic = PS_WREQ_MAGIC, .code_len = r->code_len, .limits = r->limits };
 	struct ps_supervise_fds f = { .in = e->fd[0], .out = e->fd[1], .err = e->fd[2],
 				      .status = e->fd[3], .report = e->fd[4], .pidfd = e->fd[5],
-				      .life = e->fd[6] };
+				      .life = e->fd[6],
+				      /* a cgroup's figures come only with the reaping */
+				      .early_exit = !p->cgroup_parent };
 	size_t len = sizeof(q) + r->code_len + r->stdin_len;
 	char *feed = malloc(len);
 
@@ -462,7 +464,7 @@ int ps_zygote_call(struct ps_zygote *z, const struct ps_policy *p, const struct 
 		c.serial = e.w.serial;
 		send_cmd(z, &c);
 	}
-	run_on(z, &e, r, &o);
+	run_on(z, &e, p, r, &o);
 	a->json = ps_verdict_render(p, r, &o, false);
 	ps_outcome_free(&o);
 	if (!a->json) {

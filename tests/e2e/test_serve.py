@@ -395,7 +395,7 @@ def test_serve_usage_errors(tmp_path):
                        timeout=30)
     assert p.returncode == 1 and b"--listen" in p.stderr
     p = subprocess.run([PYSNIP, "zygote"], capture_output=True, timeout=30)
-    assert p.returncode == 1 and b"zygote" in p.stderr  # internal: only pysnip-serve has it
+    assert p.returncode == 1 and b"zygote" in p.stderr  # internal: only serve starts it
 
 
 def test_disable_layer_reaches_zygotes():
@@ -405,5 +405,44 @@ def test_disable_layer_reaches_zygotes():
         assert st == 200 and v["status"] == "ok"
         assert v["sandbox"]["seccomp"] == "off" and "seccomp" in v["sandbox"]["layers_off"]
         assert v["sandbox"]["landlock_abi"] > 0     # control: the other layers still hold
+    finally:
+        s.stop()
+
+
+# The worker's own "exiting" record (PS_REC_EXIT, host/sandbox.h) lets the front answer before
+# the kernel has torn the worker down. Mirrored here to forge one: a snippet with the Python
+# layer off writes it to the status channel without the run's token, then goes on.
+FORGED_EXIT = """
+import ctypes, posix, time
+class Held(ctypes.Structure):
+    _fields_ = [("uid", ctypes.c_int32), ("gid", ctypes.c_int32), ("caps", ctypes.c_uint8),
+                ("nnp", ctypes.c_uint8), ("dumpable", ctypes.c_uint8), ("seccomp", ctypes.c_uint8),
+                ("landlock", ctypes.c_int32), ("ns", ctypes.c_uint32), ("cg", ctypes.c_uint8),
+                ("capped", ctypes.c_uint8), ("off", ctypes.c_uint32), ("degraded", ctypes.c_uint32)]
+class Rec(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_uint32), ("phase", ctypes.c_int32), ("err", ctypes.c_int32),
+                ("nr", ctypes.c_int32), ("arch", ctypes.c_uint32), ("held", Held),
+                ("utime", ctypes.c_int64), ("stime", ctypes.c_int64), ("rss", ctypes.c_int64),
+                ("msg", ctypes.c_char * 200)]
+r = Rec(kind=4, err=0, msg=b"%s")
+posix.write(3, bytes(r))
+posix.closerange(1, 4096)           # every channel ends: only the token stands in the way
+time.sleep(0.3)
+raise SystemExit(7)
+"""
+
+
+@pytest.mark.parametrize("token", ["not-the-token", ""])
+def test_forged_exit_record_is_ignored(token):
+    s = Server("--workers", "1", "--policy", "default", "--disable-layer", "python")
+    try:
+        st, _, v = s.exec(FORGED_EXIT % token)
+        assert st == 200, v
+        # the run went on to its real end: SystemExit(7) after the sleep, not a forged 0
+        assert v["status"] == "ok" and v["exit_code"] == 7, v
+        assert v["usage"]["wall_ms"] >= 300
+        # positive control: an honest run ends with its own record, as fast as it can
+        st, _, v = s.exec("raise SystemExit(5)")
+        assert v["status"] == "ok" and v["exit_code"] == 5 and v["usage"]["max_rss_kb"] > 0
     finally:
         s.stop()
