@@ -107,7 +107,13 @@ static int fork_worker(struct zyg *z, const struct ps_limits *l, uint64_t tag)
 		z->ws = nw;
 		z->cap = cap;
 	}
+	/* A spare is background work: even its fork runs at the spares' priority, so that it
+	 * yields to the runs in flight (root only: we need the priority back). */
+	if (z->w.ahead_nice && !tag)
+		(void)setpriority(PRIO_PROCESS, 0, z->w.ahead_nice);
 	ret = ps_worker_spawn(&z->w, l, NULL, w.slot, &w.proc, &w.o);
+	if (z->w.ahead_nice && !tag)
+		(void)setpriority(PRIO_PROCESS, 0, 0);
 	if (ret < 0) {
 		ps_err("zygote %s: %s", z->p.name, w.o.host_error);
 		return ret;
