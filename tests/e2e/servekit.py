@@ -166,12 +166,20 @@ class Server:
                 pass
         return out
 
-    def settled_fds(self, timeout=5.0):
-        """fds once no client connection is left open (closed keep-alives linger briefly)."""
-        def quiet():
-            f = self.fds()
-            return f if self.connections() == 0 else None
-        return wait_for(quiet, timeout) or self.fds()
+    def settled_fds(self, timeout=5.0, still=0.5):
+        """fds once no client connection is left open (closed keep-alives linger briefly) and
+        the idle pool has stopped changing for `still` seconds: a run's replacement spare is
+        forked once its worker is reaped, which may come after the run's answer."""
+        end = time.monotonic() + timeout
+        last, since = None, time.monotonic()
+        while time.monotonic() < end:
+            kinds = self.fd_kinds() if self.connections() == 0 else None
+            if kinds != last:
+                last, since = kinds, time.monotonic()
+            elif kinds is not None and time.monotonic() - since >= still:
+                break
+            time.sleep(0.02)
+        return self.fds()
 
     def fd_kinds(self):
         """Sorted kinds of the server's fds ("socket", "pipe", "/dev/null", "anon_inode:...")."""
