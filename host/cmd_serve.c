@@ -245,12 +245,10 @@ static int read_token(const char *path, char **token)
 	return 0;
 }
 
-static int make_tmp_root(struct serve *sv)
+static int make_tmp_root(struct serve *sv, const struct ps_opts *o)
 {
-	const char *tmp = getenv("TMPDIR");
-
 	snprintf(sv->tmp_root, sizeof(sv->tmp_root), "%s/pysnip-serve-XXXXXX",
-		 tmp && *tmp == '/' ? tmp : "/tmp");
+		 ps_scratch_base(!(o->layers_off & (1u << PS_LAYER_NAMESPACES))));
 	if (!mkdtemp(sv->tmp_root) || chmod(sv->tmp_root, 0711) < 0) {
 		ps_err("mkdtemp(%s): %s", sv->tmp_root, strerror(errno));
 		return -1;
@@ -333,7 +331,7 @@ int ps_cmd_serve(int argc, char **argv)
 	cfg.policies = sv.policies;
 	cfg.zygotes = sv.zygotes;
 	cfg.n = sv.n;
-	if (make_tmp_root(&sv) < 0) {
+	if (make_tmp_root(&sv, &o) < 0) {
 		ret = PS_EXIT_INTERNAL;
 		goto out;
 	}

@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/magic.h>
 
 void ps_err(const char *fmt, ...)
 {
@@ -128,6 +130,19 @@ int ps_exec_sibling(const char *name, const char *cmd, int argc, char **argv)
 	ps_err("%s: execv(%s): %s", cmd, path, strerror(e));
 	free(args);
 	return -e;
+}
+
+const char *ps_scratch_base(bool mountpoints_only)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct statfs sf;
+
+	if (tmp && *tmp == '/')
+		return tmp;
+	if (mountpoints_only && statfs("/dev/shm", &sf) == 0 && sf.f_type == TMPFS_MAGIC &&
+	    access("/dev/shm", W_OK | X_OK) == 0)
+		return "/dev/shm";
+	return "/tmp";
 }
 
 uint64_t ps_now_us(void)

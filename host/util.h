@@ -29,6 +29,12 @@ int ps_exec_sibling(const char *name, const char *cmd, int argc, char **argv);
 /* Directory holding the running binary (resolved once). */
 const char *ps_exe_dir(void);
 
+/* Where per-run scratch directories go: $TMPDIR when set (absolute); else, when they are only
+ * mountpoints for a worker's own tmpfs (mountpoints_only), /dev/shm if it is a writable tmpfs,
+ * so that making and removing one costs no journaled disk metadata (an ext4 rmdir is ~0.2 ms,
+ * and far more while the disk writes back); else /tmp. */
+const char *ps_scratch_base(bool mountpoints_only);
+
 /* Monotonic milliseconds/microseconds. */
 uint64_t ps_now_us(void);
 

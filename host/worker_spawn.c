@@ -27,7 +27,6 @@ static int prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t laye
 {
 	const char *ro[64];
 	size_t n = 0;
-	const char *tmp = getenv("TMPDIR");
 	int ns;
 
 	memset(w, 0, sizeof(*w));
@@ -36,7 +35,8 @@ static int prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t laye
 		if (p->layers[l] == PS_LAYER_OFF)
 			layers_off |= 1u << l;
 	w->layers_off = layers_off;
-	snprintf(w->tmp_base, sizeof(w->tmp_base), "%s", tmp && *tmp == '/' ? tmp : "/tmp");
+	snprintf(w->tmp_base, sizeof(w->tmp_base), "%s",
+		 ps_scratch_base(!(layers_off & (1u << PS_LAYER_NAMESPACES))));
 
 	if (!(layers_off & (1u << PS_LAYER_SECCOMP))) {
 		if (!build_filter)
