@@ -132,7 +132,13 @@ def main():
     os.environ["PYSNIP"] = a.pysnip
     from servekit import Server
 
-    srv = Server("--policy", "default")
+    # Where the server puts its scratch directories when TMPDIR is unset, as deployed: /dev/shm
+    # when it is a tmpfs (host/util.c, ps_scratch_base). Server() gives it a private TMPDIR
+    # (to check nothing is left) under the same parent.
+    with open("/proc/self/mounts") as f:
+        shm = any(l.split()[1:3] == ["/dev/shm", "tmpfs"] for l in f)
+    srv = Server("--policy", "default",
+                 tmp_parent="/dev/shm" if shm and os.access("/dev/shm", os.W_OK) else None)
     try:
         cores = os.cpu_count()
         bare = bare_python(a.bare_n // 2)
