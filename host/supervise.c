@@ -135,9 +135,8 @@ static void take_record(struct sv *s, const struct ps_status_rec *rec)
 {
 	struct ps_outcome *o = s->o;
 
-	/* Once the snippet runs it can write to this pipe too: from then on only the SIGSYS
-	 * handler's record counts, and only as the name of a death the kernel confirms
-	 * (result.c requires SIGSYS). The last one wins: the handler's comes last. */
+	/* A zygote's worker ending normally (worker.c, child_report_exit): it counts only behind
+	 * the run's token, which the snippet never sees, and only if we have not killed it. */
 	if (o->have_held && rec->kind == PS_REC_EXIT && s->f->early_exit && !s->killed &&
 	    o->report_token[0] && !strncmp(rec->msg, o->report_token, sizeof(rec->msg))) {
 		s->exit_said = true;
@@ -146,6 +145,9 @@ static void take_record(struct sv *s, const struct ps_status_rec *rec)
 			o->run_us = ps_now_us() - s->start_us - o->setup_us;
 		return;
 	}
+	/* Once the snippet runs it can write to this pipe too: from then on only the SIGSYS
+	 * handler's record counts, and only as the name of a death the kernel confirms
+	 * (result.c requires SIGSYS). The last one wins: the handler's comes last. */
 	if (o->have_held && rec->kind != PS_REC_SYSCALL)
 		return;
 	switch (rec->kind) {
