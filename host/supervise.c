@@ -332,6 +332,7 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 		o->ru.ru_stime.tv_usec = s.exit_rec.stime_us % 1000000;
 		o->ru.ru_maxrss = s.exit_rec.maxrss_kb;
 		o->reaped = true;
+		o->self_exit = true;
 	} else if (s.remote) {
 		o->reaped = read_reaped(f->life, o);
 	} else {

@@ -75,6 +75,7 @@ struct ps_outcome {
 	uint32_t syscall_arch;
 	char host_error[512];		/* the host's own failure, if any */
 	char report_token[40];		/* the run's secret: a report counts only behind it */
+	bool self_exit;			/* ended by the worker's own exit record (serve) */
 	bool cgroup_used;		/* the run had its own cgroup: the two below are real */
 	uint64_t cgroup_memory_peak;	/* bytes */
 	uint64_t cgroup_oom_kills;

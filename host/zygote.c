@@ -429,6 +429,14 @@ static void run_on(struct ps_zygote *z, struct ps_zidle *e, const struct ps_poli
 	f.feed = feed;
 	f.feed_len = len;
 	ps_supervise(0, &f, r, ps_now_us(), o);
+	/* Answered before its exit is done: what is left, tearing its address space down, is
+	 * background work (root only, as for the spares; the pidfd says the pid is still its) */
+	if (o->self_exit && e->w.pid > 0 && geteuid() == 0) {
+		struct pollfd pf = { .fd = e->fd[5], .events = POLLIN };
+
+		if (poll(&pf, 1, 0) == 0)
+			(void)setpriority(PRIO_PROCESS, (id_t)e->w.pid, 19);
+	}
 	/* ps_supervise closed the five channels; the pidfd and the life pipe are ours. */
 	close(e->fd[5]);
 	close(e->fd[6]);

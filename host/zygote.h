@@ -42,6 +42,7 @@ struct ps_zworker {
 	uint32_t slot;
 	uint64_t serial;
 	uint64_t tag;		/* 0: a spare for the pool; else forked for the PS_ZCMD_FORK with it */
+	int32_t pid;		/* in the front's PID namespace (the zygote's) */
 	char token[40];		/* the run's report token */
 };
 

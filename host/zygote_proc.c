@@ -72,7 +72,7 @@ static unsigned pick_slot(const struct zyg *z)
 static int announce(const struct zw *w, uint64_t tag, int life_r)
 {
 	struct ps_zworker m = { .magic = PS_ZWORKER_MAGIC, .slot = w->slot, .serial = w->serial,
-				.tag = tag };
+				.tag = tag, .pid = w->proc.pid };
 	int fds[PS_ZWORKER_FDS] = { w->proc.f.in, w->proc.f.out, w->proc.f.err, w->proc.f.status,
 				    w->proc.f.report, w->proc.f.pidfd, life_r };
 	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
