@@ -401,6 +401,16 @@ static bool needs_own_worker(const struct ps_policy *p, const struct ps_run *r)
 	return p->cgroup_parent && memcmp(&r->limits, &p->limits, sizeof(r->limits));
 }
 
+/* Set a pool worker's nice value (root only, as the zygote's spares are niced only as root),
+ * if its pidfd says it has not exited, so the pid is still its. */
+static void renice(const struct ps_zidle *e, int nice)
+{
+	struct pollfd pf = { .fd = e->fd[5], .events = POLLIN };
+
+	if (e->w.pid > 0 && geteuid() == 0 && poll(&pf, 1, 0) == 0)
+		(void)setpriority(PRIO_PROCESS, (id_t)e->w.pid, nice);
+}
+
 /* Supervise the run on a worker from the pool, here in the request's thread. */
 static void run_on(struct ps_zygote *z, struct ps_zidle *e, const struct ps_policy *p,
 		   const struct ps_run *r, struct ps_outcome *o)
@@ -428,15 +438,14 @@ static void run_on(struct ps_zygote *z, struct ps_zidle *e, const struct ps_poli
 		memcpy(feed + sizeof(q) + r->code_len, r->stdin_data, r->stdin_len);
 	f.feed = feed;
 	f.feed_len = len;
+	/* The run is foreground work from its first instruction: not after the zygote, busy
+	 * forking a spare at nice 19, gets to our CLAIM. */
+	renice(e, 0);
 	ps_supervise(0, &f, r, ps_now_us(), o);
 	/* Answered before its exit is done: what is left, tearing its address space down, is
-	 * background work (root only, as for the spares; the pidfd says the pid is still its) */
-	if (o->self_exit && e->w.pid > 0 && geteuid() == 0) {
-		struct pollfd pf = { .fd = e->fd[5], .events = POLLIN };
-
-		if (poll(&pf, 1, 0) == 0)
-			(void)setpriority(PRIO_PROCESS, (id_t)e->w.pid, 19);
-	}
+	 * background work again. */
+	if (o->self_exit)
+		renice(e, 19);
 	/* ps_supervise closed the five channels; the pidfd and the life pipe are ours. */
 	close(e->fd[5]);
 	close(e->fd[6]);
