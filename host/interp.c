@@ -469,17 +469,38 @@ static void restore_for_report(void)
 	Py_SetRecursionLimit(st.recursion_limit > 0 ? st.recursion_limit : 1000);
 }
 
-int ps_interp_run(const char *code, size_t len, int report_fd)
+static struct {
+	bool done;
+	int priv;		/* the report channel's private copy */
+	PyObject *globals;	/* the fresh __main__'s, or NULL with the error kept below */
+	PyObject *err_type, *err_value, *err_tb;
+} begun;
+
+void ps_interp_begin(int report_fd)
 {
+	if (begun.done)
+		return;
+	begun.done = true;
 	/* Nothing of the host's environment is left for os.putenv/getenv or a fresh posix. */
 	clearenv();
 	/* pysnip's channels: the worker's sit between stdio and the report fd */
 	for (int fd = 3; fd <= report_fd; fd++)
 		ps_audit_protect_fd(fd);
-	int priv = private_report_fd(report_fd);
-	if (priv >= 0)
-		ps_audit_protect_fd(priv);
-	PyObject *globals = shim_call("begin", Py_BuildValue("(s)", st.scratch));
+	begun.priv = private_report_fd(report_fd);
+	if (begun.priv >= 0)
+		ps_audit_protect_fd(begun.priv);
+	begun.globals = shim_call("begin", Py_BuildValue("(s)", st.scratch));
+	if (!begun.globals)
+		PyErr_Fetch(&begun.err_type, &begun.err_value, &begun.err_tb);
+}
+
+int ps_interp_run(const char *code, size_t len, int report_fd)
+{
+	ps_interp_begin(report_fd);
+	int priv = begun.priv;
+	PyObject *globals = begun.globals;
+	if (!globals)
+		PyErr_Restore(begun.err_type, begun.err_value, begun.err_tb);
 	/* a view, not a copy: a 100 MB snippet must not cost 100 MB more */
 	PyObject *src = globals ? PyMemoryView_FromMemory((char *)code, (Py_ssize_t)len, PyBUF_READ)
 				: NULL;

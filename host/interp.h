@@ -33,6 +33,12 @@ void ps_interp_set_scratch(const char *dir);
 /* Child: the run's secret; the report is written after it (see result.c). */
 void ps_interp_set_report_token(const char *token);
 
+/* Child: the start of a run that does not depend on its snippet (the environment cleared,
+ * pysnip's channels protected, a fresh __main__ with its scratch for TMPDIR and HOME). A worker
+ * forked ahead of demand does it before its request comes, in the background; otherwise
+ * ps_interp_run does. */
+void ps_interp_begin(int report_fd);
+
 /* Child, last phase: run code as __main__ under "<snippet>". Writes one JSON report
  * (see pyshim/) to report_fd. Returns the exit code for _exit: 0 finished, 1 uncaught exception. */
 int ps_interp_run(const char *code, size_t len, int report_fd);	/* code[len] == '\0' */

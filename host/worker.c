@@ -221,6 +221,7 @@ static int phase_request(struct ps_child *c)
 
 	if (!c->await_request)
 		return 0;
+	ps_interp_begin(CHILD_REPORT_FD);
 	ret = ps_read_exact(0, &q, sizeof(q));
 	if (ret == 0 && q.magic != PS_WREQ_MAGIC)
 		ret = -EPROTO;
