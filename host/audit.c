@@ -244,6 +244,11 @@ int ps_audit_deny(const char *event, const char *detail)
 	return audit_deny(event, detail);
 }
 
+size_t ps_audit_denial_count(void)
+{
+	return aud.n_denials;
+}
+
 PyObject *ps_audit_denials(PyObject *self, PyObject *unused)
 {
 	PyObject *list = PyList_New(0);

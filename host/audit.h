@@ -35,6 +35,9 @@ bool ps_audit_fd_protected(int fd);
  * allowed module's closure (closure.h). 0, or -1 with an exception set. */
 int ps_audit_build_closure(const struct ps_strlist *modules);
 
+/* How many denials the hook recorded in this run. */
+size_t ps_audit_denial_count(void);
+
 /* Whether exc is an exception the hook itself raised (a denial), not a look-alike. */
 bool ps_audit_raised_by_hook(PyObject *exc);
 
