@@ -163,6 +163,18 @@ static void reap(struct zyg *z, size_t i)
 	z->ws[i] = z->ws[--z->n];
 }
 
+/* The front is gone: end every worker and the PID namespace's init, and reap them, so that
+ * none is left for the host's init to reap (not every init does). */
+static __attribute__((noreturn)) void zygote_exit(struct zyg *z, int status)
+{
+	for (size_t i = 0; i < z->n; i++)
+		kill(-z->ws[i].proc.pid, SIGKILL);
+	while (z->n)
+		reap(z, z->n - 1);
+	ps_worker_release(&z->w);
+	_exit(status);
+}
+
 /* One command from the front. false: the front is gone. */
 static bool command(struct zyg *z)
 {
@@ -236,7 +248,7 @@ static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 			if (p[i + 1].revents)
 				reap(z, i);
 		if (p[0].revents && !command(z))
-			_exit(0);
+			zygote_exit(z, 0);
 	}
 }
 
