@@ -169,21 +169,38 @@ static bool import_machinery(const char *fn)
 
 /* The innermost frame outside the import machinery decides who imports. No frame at all means
  * the host's own C code (init, pyshim setup): trusted. */
-static bool origin_trusted(bool skip_importlib)
+/* The innermost frame whose code's filename pred accepts (a new reference), or NULL. */
+static PyFrameObject *find_frame(bool (*pred)(const char *filename))
 {
 	PyFrameObject *f = PyEval_GetFrame();
 	Py_XINCREF(f);
-	bool trusted = true;
-	while (f) {
-		const char *fn = code_filename(f);
-		if (!(skip_importlib && import_machinery(fn))) {
-			trusted = trusted_filename(fn);
-			break;
-		}
+	while (f && !pred(code_filename(f))) {
 		PyFrameObject *back = PyFrame_GetBack(f);
 		Py_DECREF(f);
 		f = back;
 	}
+	return f;
+}
+
+static bool any_frame(const char *filename)
+{
+	return true;
+}
+
+static bool outside_import_machinery(const char *filename)
+{
+	return !import_machinery(filename);
+}
+
+static bool snippet_frame(const char *filename)
+{
+	return strcmp(filename, "<snippet>") == 0;
+}
+
+static bool origin_trusted(bool skip_importlib)
+{
+	PyFrameObject *f = find_frame(skip_importlib ? outside_import_machinery : any_frame);
+	bool trusted = !f || trusted_filename(code_filename(f));
 	Py_XDECREF(f);
 	return trusted;
 }
@@ -196,18 +213,8 @@ static bool caller_is_importlib(void)
 
 static int snippet_line(void)
 {
-	PyFrameObject *f = PyEval_GetFrame();
-	Py_XINCREF(f);
-	int line = -1;
-	while (f) {
-		if (strcmp(code_filename(f), "<snippet>") == 0) {
-			line = PyFrame_GetLineNumber(f);
-			break;
-		}
-		PyFrameObject *back = PyFrame_GetBack(f);
-		Py_DECREF(f);
-		f = back;
-	}
+	PyFrameObject *f = find_frame(snippet_frame);
+	int line = f ? PyFrame_GetLineNumber(f) : -1;
 	Py_XDECREF(f);
 	return line;
 }

@@ -33,6 +33,7 @@ static struct {
 	char dynload[PATH_MAX];
 	char scratch[PATH_MAX];
 	PyObject *shim;		/* pyshim's namespace (in no sys.modules entry) */
+	PyObject *plain_report;	/* its report of a run that finished with nothing to say */
 	int recursion_limit;	/* as init left it: the snippet may lower it, finish() needs it */
 } st;
 
@@ -304,6 +305,11 @@ static int setup_shim(const struct ps_interp_opts *o)
 	if (ok)
 		r = shim_call("setup", Py_BuildValue("(OOO)", o->python_layer ? Py_True : Py_False,
 						    imp ? imp : Py_None, finder ? finder : Py_None));
+	/* made while nothing is denied yet: what finish() answers for a plain end (bytes) */
+	if (r && !(st.plain_report = shim_call("_report", Py_BuildValue("(OOsOO)", Py_None,
+									    Py_None, "ok", Py_None,
+									    Py_False))))
+		Py_CLEAR(r);
 	/* the closure before the import hooks see their first import; guards go in before any
 	 * other module (os) copies the functions they replace */
 	if (r && o->python_layer &&
@@ -469,11 +475,6 @@ static void restore_for_report(void)
 	Py_SetRecursionLimit(st.recursion_limit > 0 ? st.recursion_limit : 1000);
 }
 
-/* The report of a snippet that finished, with no exception, no denial and no thread (what
- * pyshim's finish() returns then). */
-static const char plain_report_json[] = "{\"exception\": null, \"denials\": [], \"exit\": \"ok\", "
-					"\"system_exit_code\": null, \"memory_error\": false}";
-
 /* The common end: nothing for finish() to describe, and no thread to wait for (threading was
  * never imported). */
 static bool finished_plainly(PyObject *exc)
@@ -484,8 +485,9 @@ static bool finished_plainly(PyObject *exc)
 	       !PyDict_GetItemString(mods, "threading");
 }
 
-/* finish()'s answer for that end, built in C: its Python would be ~0.2 ms of a served run,
- * mostly first writes to the zygote's pages. The streams are flushed as _flush() does. */
+/* finish()'s answer for that end without its Python (~0.2 ms of a served run, mostly first
+ * writes to the zygote's pages): the report pyshim made for it at setup, the streams flushed as
+ * _flush() does. */
 static PyObject *plain_report(void)
 {
 	static const char *const streams[] = { "stdout", "stderr", "__stdout__", "__stderr__" };
@@ -497,7 +499,7 @@ static PyObject *plain_report(void)
 		Py_XDECREF(r);
 		PyErr_Clear();
 	}
-	return Py_BuildValue("(y#i)", plain_report_json, (Py_ssize_t)strlen(plain_report_json), 0);
+	return Py_BuildValue("(Oi)", st.plain_report, 0);
 }
 
 static struct {
