@@ -49,22 +49,27 @@ void ps_zygote_init(struct ps_zygote *z, const char *policy, const char *name,
 	pthread_condattr_destroy(&ca);
 }
 
-/* The zygote's environment: ours, with TMPDIR pointing at its own scratch base. */
+/* The zygote's environment: ours, with TMPDIR pointing at its own scratch base, and
+ * LD_BIND_NOW: the libraries' symbols are resolved once in the zygote, not on first call in
+ * every worker (a dozen page faults and ~30 us each). No snippet sees it: os.environ is built
+ * from an empty environment and the C one is cleared before any run (interp.c). */
 static char **zygote_env(const char *tmpdir, char *tmpvar, size_t len)
 {
+	static char bind_now[] = "LD_BIND_NOW=1";
 	size_t n = 0, k = 0;
 	char **env;
 
 	while (environ[n])
 		n++;
-	env = calloc(n + 2, sizeof(*env));
+	env = calloc(n + 3, sizeof(*env));
 	if (!env)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "TMPDIR=", 7))
+		if (strncmp(environ[i], "TMPDIR=", 7) && strncmp(environ[i], "LD_BIND_NOW=", 12))
 			env[k++] = environ[i];
 	snprintf(tmpvar, len, "TMPDIR=%s", tmpdir);
 	env[k++] = tmpvar;
+	env[k++] = bind_now;
 	return env;
 }
 
