@@ -504,27 +504,43 @@ static PyObject *plain_report(void)
 
 static struct {
 	bool done;
+	bool python;		/* the Python half is done (in the zygote, or here) */
 	int priv;		/* the report channel's private copy */
 	PyObject *globals;	/* the fresh __main__'s, or NULL with the error kept below */
 	PyObject *err_type, *err_value, *err_tb;
 } begun;
+
+/* The Python half of a run's start: no environment of the host's, a fresh __main__, the
+ * scratch directory as TMPDIR and HOME. */
+static void begin_python(void)
+{
+	/* Nothing of the host's environment is left for os.putenv/getenv or a fresh posix. */
+	clearenv();
+	begun.globals = shim_call("begin", Py_BuildValue("(s)", st.scratch));
+	if (!begun.globals)
+		PyErr_Fetch(&begun.err_type, &begun.err_value, &begun.err_tb);
+	begun.python = true;
+}
+
+void ps_interp_begin_shared(const char *scratch)
+{
+	ps_interp_set_scratch(scratch);
+	begin_python();
+}
 
 void ps_interp_begin(int report_fd)
 {
 	if (begun.done)
 		return;
 	begun.done = true;
-	/* Nothing of the host's environment is left for os.putenv/getenv or a fresh posix. */
-	clearenv();
 	/* pysnip's channels: the worker's sit between stdio and the report fd */
 	for (int fd = 3; fd <= report_fd; fd++)
 		ps_audit_protect_fd(fd);
 	begun.priv = private_report_fd(report_fd);
 	if (begun.priv >= 0)
 		ps_audit_protect_fd(begun.priv);
-	begun.globals = shim_call("begin", Py_BuildValue("(s)", st.scratch));
-	if (!begun.globals)
-		PyErr_Fetch(&begun.err_type, &begun.err_value, &begun.err_tb);
+	if (!begun.python)
+		begin_python();
 }
 
 int ps_interp_run(const char *code, size_t len, int report_fd)

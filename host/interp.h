@@ -39,6 +39,10 @@ void ps_interp_set_report_token(const char *token);
  * ps_interp_run does. */
 void ps_interp_begin(int report_fd);
 
+/* Zygote, when every worker's scratch has the same path (its own tmpfs mounted there): the
+ * Python half of ps_interp_begin, made once before the forks; workers inherit it. */
+void ps_interp_begin_shared(const char *scratch);
+
 /* Child, last phase: run code as __main__ under "<snippet>". Writes one JSON report
  * (see pyshim/) to report_fd. Returns the exit code for _exit: 0 finished, 1 uncaught exception. */
 int ps_interp_run(const char *code, size_t len, int report_fd);	/* code[len] == '\0' */

@@ -346,14 +346,13 @@ pid_t ps_ns_fork_into(unsigned long extra_flags, int cgroup_fd)
 	return (pid_t)pid;
 }
 
-/* Child: scratch becomes a tmpfs of at most `bytes`, owned like the directory the parent
- * made for this run. Mounted in a mount namespace of our own, made private first so the
- * mount never shows on the host. */
-int ps_ns_mount_scratch(const char *scratch, uint64_t bytes, struct ps_held *held,
-			struct ps_child_err *e)
+/* Child: scratch becomes a tmpfs of at most `bytes`, mode 0700, owned by uid:gid (the run's
+ * identity). Mounted in a mount namespace of our own, made private first so the mount never
+ * shows on the host. */
+int ps_ns_mount_scratch(const char *scratch, uint64_t bytes, uid_t uid, gid_t gid,
+			struct ps_held *held, struct ps_child_err *e)
 {
 	char opts[128];
-	struct stat st;
 	int n;
 
 	if (!(forked_ns & CLONE_NEWNS) && unshare(CLONE_NEWNS) < 0) {
@@ -364,14 +363,9 @@ int ps_ns_mount_scratch(const char *scratch, uint64_t bytes, struct ps_held *hel
 		ps_child_err_set(e, errno, "mount(/, MS_REC|MS_PRIVATE): %s", ps_errstr(errno));
 		return -1;
 	}
-	if (stat(scratch, &st) < 0) {
-		ps_child_err_set(e, errno, "stat(%s): %s", scratch, ps_errstr(errno));
-		return -1;
-	}
 	/* The inode cap keeps a flood of empty files from costing kernel memory unbounded. */
-	n = ps_fmt(opts, sizeof(opts), "mode=0%o,uid=%u,gid=%u,nr_inodes=%llu",
-		   (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)st.st_gid,
-		   (unsigned long long)(bytes ? bytes / 4096 + 1024 : 65536));
+	n = ps_fmt(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u,nr_inodes=%llu", (unsigned)uid,
+		   (unsigned)gid, (unsigned long long)(bytes ? bytes / 4096 + 1024 : 65536));
 	if (bytes)
 		ps_fmt(opts + n, sizeof(opts) - (size_t)n, ",size=%llu", (unsigned long long)bytes);
 	if (mount("pysnip-scratch", scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0) {

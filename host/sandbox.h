@@ -112,8 +112,8 @@ void ps_ns_release(void);
 pid_t ps_ns_fork(unsigned long extra_flags);
 /* In the child: the CLONE_NEW* bits ps_ns_fork really gave it (0 after the fallback). */
 uint32_t ps_ns_fork_flags(void);
-/* Child: size-capped tmpfs on scratch (needs a mount namespace). */
-int ps_ns_mount_scratch(const char *scratch, uint64_t bytes, struct ps_held *held,
-			struct ps_child_err *e);
+/* Child: size-capped tmpfs on scratch, owned by uid:gid (needs a mount namespace). */
+int ps_ns_mount_scratch(const char *scratch, uint64_t bytes, uid_t uid, gid_t gid,
+			struct ps_held *held, struct ps_child_err *e);
 
 #endif

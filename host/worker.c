@@ -112,10 +112,16 @@ static int phase_stdio(struct ps_child *c)
 }
 
 /* The scratch directory becomes a size-capped tmpfs and the cwd. Needs mount privileges,
- * so it comes before the identity drop. */
+ * so it comes before the identity drop. A zygote's shared scratch path (ps_worker.
+ * shared_scratch) is only a mountpoint: there the tmpfs is never optional. */
 static int phase_scratch(struct ps_child *c)
 {
+	bool shared = c->w->shared_scratch[0] != '\0';
+
 	if (layer_on(c, PS_LAYER_NAMESPACES)) {
+		uid_t uid = c->id.drop_uid ? c->id.uid : getuid();
+		gid_t gid = c->id.drop_uid ? c->id.gid : getgid();
+
 		/* ps_ns_fork falls back to a plain fork where the host refuses a mount namespace. */
 		c->held.namespaces |= ps_ns_fork_flags();
 		if (!(ps_ns_fork_flags() & CLONE_NEWNS)) {
@@ -124,15 +130,17 @@ static int phase_scratch(struct ps_child *c)
 				return -1;
 		}
 		if ((c->w->ns_static || getuid() == 0) &&
-		    ps_ns_mount_scratch(c->scratch, c->limits->scratch_bytes, &c->held, &c->e) < 0 &&
-		    layer_failed(c, PS_LAYER_NAMESPACES) < 0)
+		    ps_ns_mount_scratch(c->scratch, c->limits->scratch_bytes, uid, gid, &c->held,
+					&c->e) < 0 &&
+		    (shared || layer_failed(c, PS_LAYER_NAMESPACES) < 0))
 			return -1;
 	}
 	if (chdir(c->scratch) < 0) {
 		ps_child_err_set(&c->e, errno, "chdir(%s): %s", c->scratch, strerror(errno));
 		return -1;
 	}
-	ps_interp_set_scratch(c->scratch);
+	if (!shared)	/* the zygote set its shared path (ps_interp_begin_shared) */
+		ps_interp_set_scratch(c->scratch);
 	return 0;
 }
 

@@ -23,6 +23,11 @@ struct ps_worker {
 	uint32_t ns_static;		/* CLONE_NEW* entered by the parent, inherited by workers */
 	uint32_t layers_degraded;	/* best-effort layers the parent could not set up */
 	char tmp_base[200];		/* where per-run scratch directories are made */
+	/* A zygote whose workers each mount a tmpfs of their own in a mount namespace of their
+	 * own: one path serves as every run's scratch, so the zygote makes the directory and
+	 * the run's snippet-independent start (ps_interp_begin_shared) once, not every worker.
+	 * Empty: a directory per run (ps_worker_share_scratch). */
+	char shared_scratch[256];
 	bool cgroup;			/* a per-run cgroup under policy->cgroup_parent */
 	/* One-shot runs: the worker initialises the interpreter itself, first thing after the
 	 * fork, so a small parent forks and nothing is copied twice. NULL: the parent already
@@ -82,6 +87,10 @@ struct ps_outcome {
 };
 
 /* Parent: build the filter, prepare Landlock, enter the unchanging namespaces. */
+/* Zygote: switch to one scratch path for every run where each worker mounts its own tmpfs
+ * over it (namespaces on, and the privilege to mount). 0, also when not switched; -1 with
+ * err when the directory cannot be made. */
+int ps_worker_share_scratch(struct ps_worker *w, char *err, size_t errlen);
 int ps_worker_prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
 		      char *err, size_t errlen);
 void ps_worker_release(struct ps_worker *w);

@@ -123,6 +123,23 @@ void ps_worker_release(struct ps_worker *w)
 	w->landlock = NULL;
 }
 
+int ps_worker_share_scratch(struct ps_worker *w, char *err, size_t errlen)
+{
+	char path[sizeof(w->shared_scratch)];
+
+	/* The condition under which phase_scratch mounts the run's tmpfs. */
+	if ((w->layers_off & (1u << PS_LAYER_NAMESPACES)) || (!w->ns_static && getuid() != 0))
+		return 0;
+	/* Only the mountpoint: no run writes here (each has its tmpfs over it, or fails). */
+	snprintf(path, sizeof(path), "%s/pysnip-scratch", w->tmp_base);	/* fits: see ps_worker */
+	if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "mkdir(%s/pysnip-scratch): %s", w->tmp_base, strerror(errno));
+		return -1;
+	}
+	memcpy(w->shared_scratch, path, sizeof(path));
+	return 0;
+}
+
 static int make_scratch(const struct ps_worker *w, const struct ps_identity *id, char *path,
 			size_t len)
 {
@@ -205,14 +222,14 @@ int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const 
 		return ret;
 	}
 	c.token = o->report_token;
-	ret = make_scratch(w, &c.id, p->scratch, sizeof(p->scratch));
+	ret = w->shared_scratch[0] ? 0 : make_scratch(w, &c.id, p->scratch, sizeof(p->scratch));
 	if (ret < 0) {
 		snprintf(o->host_error, sizeof(o->host_error), "mkdtemp(%s/pysnip-run-XXXXXX): %s",
 			 w->tmp_base, strerror(-ret));
 		p->scratch[0] = '\0';
 		return ret;
 	}
-	c.scratch = p->scratch;
+	c.scratch = w->shared_scratch[0] ? w->shared_scratch : p->scratch;
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 	    pipe2(status, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0) {
 		ret = -errno;

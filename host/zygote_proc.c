@@ -268,8 +268,12 @@ static int zygote_setup(struct zyg *z, const char *policy, uint32_t layers_off, 
 			  z->p.layers[PS_LAYER_PYTHON] != PS_LAYER_OFF;
 	io.preimport = true;
 	if (ps_interp_init(&io, err, errlen) == 0 &&
-	    ps_worker_prepare(&z->w, &z->p, layers_off, err, errlen) == 0)
+	    ps_worker_prepare(&z->w, &z->p, layers_off, err, errlen) == 0 &&
+	    ps_worker_share_scratch(&z->w, err, errlen) == 0) {
+		if (z->w.shared_scratch[0])
+			ps_interp_begin_shared(z->w.shared_scratch);
 		ret = 0;
+	}
 	ps_strlist_free(&modules);
 	return ret;
 }

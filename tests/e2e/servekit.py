@@ -218,8 +218,10 @@ class Server:
     def scratch_left(self, settle=1.0):
         """Per-run scratch directories still present under the server's TMPDIR, but for those
         of workers forked ahead of demand (alive in the server's tree, the directory their cwd:
-        made for a run that has not come yet). A worker being forked has its directory a few
-        milliseconds before it enters it: what is unexplained is looked at again for `settle` s."""
+        made for a run that has not come yet), and anything at all inside a zygote's shared
+        scratch mountpoint (pysnip-scratch: every run has its own tmpfs over it, so nothing of
+        a run may ever land there). A worker being forked has its directory a few milliseconds
+        before it enters it: what is unexplained is looked at again for `settle` s."""
         end = time.monotonic() + settle
         while True:
             held = set()
@@ -235,6 +237,8 @@ class Server:
             left = []
             for root, dirs, files in os.walk(self.tmp):
                 left += [os.path.join(root, d) for d in dirs if d.startswith("pysnip-run-")]
+                if os.path.basename(root) == "pysnip-scratch":
+                    left += [os.path.join(root, n) for n in dirs + files]
             left = [d for d in left if d not in held]
             if not left or time.monotonic() >= end:
                 return left

@@ -198,6 +198,26 @@ def test_metrics(srv):
     assert 'pysnip_zygote_restarts_total{policy="default"}' in vals
 
 
+def test_each_run_has_its_own_scratch(srv):
+    """Served runs share one scratch path, with a tmpfs of each worker's own mounted over it
+    in the worker's own mount namespace: what a run writes there, the next does not see, and
+    nothing of it reaches the directory on the host, not even while the run holds it."""
+    ls = "import os\nprint(os.getcwd(), sorted(os.listdir('.')), oct(os.stat('.').st_mode))"
+    st, _, first = srv.exec("open('mark', 'w').write('x' * 100)\n" + ls)
+    assert st == 200 and first["status"] == "ok", first
+    cwd, seen, mode = first["stdout"].split()
+    assert seen == "['mark']" and mode == "0o40700"   # positive control: the run writes there
+    holder = threading.Thread(target=srv.exec, args=(
+        "open('held', 'w').write('y')\nimport time\ntime.sleep(1.5)",))
+    holder.start()
+    time.sleep(0.5)
+    assert os.listdir(cwd) == []                        # the host sees only the mountpoint
+    st, _, second = srv.exec(ls)
+    holder.join()
+    assert st == 200 and second["stdout"] == "%s [] 0o40700\n" % cwd, second
+    assert os.listdir(cwd) == [] and srv.scratch_left() == []
+
+
 def test_no_leak_after_requests(srv):
     srv.exec("print(0)")
     srv.settled_fds()
