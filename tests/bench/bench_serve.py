@@ -4,7 +4,11 @@ a failed test):
 - warm latency of POST /v1/exec {"code": "print(1)"} over one keep-alive connection, p50/p99,
   against /usr/bin/python3.11 -I -S -c 'print(1)' process start measured in the same run
   (targets: p50 <= 0.15x, p99 <= 0.3x);
-- throughput with every layer on, several keep-alive clients (target >= 2000/s on 2 cores);
+- throughput with every layer on, several keep-alive clients (target >= 2000/s on 2 cores),
+  next to its floor measured in the same run: the same interpreter with the same modules
+  imported, forking a child per print(1) with no sandbox, no HTTP and no verdict, one such
+  loop per core (what any fork-per-snippet design costs on this machine before it adds
+  anything);
 - Private_Dirty of a running worker for print(1) (smaps_rollup; target <= 1 MB).
 
     /usr/bin/python3 tests/bench/bench_serve.py --pysnip ./pysnip [--n 2000] [--seconds 5]
@@ -43,6 +47,48 @@ def bare_python(n):
             out.append((time.perf_counter() - t0) * 1000)
     os.close(devnull)
     return out
+
+
+# One loop of the floor: argv[1] seconds, argv[2] the modules to import first (the zygote's).
+FORK_LOOP = r"""
+import gc, os, sys, time
+for name in sys.argv[2].split(","):
+    try:
+        __import__(name)
+    except BaseException:
+        pass
+gc.collect()
+gc.freeze()
+devnull = os.open(os.devnull, os.O_WRONLY)
+n, end = 0, time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(devnull, 1)
+        exec(compile("print(1)", "<snippet>", "exec"), {"__name__": "__main__"})
+        sys.stdout.flush()
+        os._exit(0)
+    os.waitpid(pid, 0)
+    n += 1
+print(n)
+"""
+
+
+def fork_floor(modules, loops, seconds):
+    """Snippets/s of `loops` parallel fork-per-snippet loops of bare python3.11 (FORK_LOOP)."""
+    import subprocess
+    procs = [subprocess.Popen(BARE[:3] + ["-c", FORK_LOOP, str(seconds), ",".join(modules)],
+                              stdout=subprocess.PIPE) for _ in range(loops)]
+    t0 = time.monotonic()
+    total = sum(int(p.communicate()[0]) for p in procs)
+    return total / (time.monotonic() - t0)
+
+
+def served_modules(srv):
+    """The modules a served worker starts with: the zygote's pre-imports."""
+    st, _, v = srv.exec("import sys\nprint(','.join(sorted(sys.modules)))")
+    assert st == 200 and v["status"] == "ok", v
+    return v["stdout"].strip().split(",")
 
 
 class KeepAlive:
@@ -179,6 +225,7 @@ def main():
         b50, b99 = pct(bare, 50), pct(bare, 99)
         s50, s99 = pct(lat, 50), pct(lat, 99)
         tput = throughput(srv.host, srv.port, a.clients, a.seconds)
+        floor = fork_floor(served_modules(srv), cores, a.seconds)
         wpd, rpd = worker_private_dirty(srv)
         print("pysnip serve benchmark (%d cores, workers %d, every layer on; command: %s)"
               % (cores, cores, " ".join(["/usr/bin/python3", "tests/bench/bench_serve.py"]
@@ -194,6 +241,9 @@ def main():
               % (s50 / b50, verdict(s50 / b50 <= 0.15), s99 / b99, verdict(s99 / b99 <= 0.3)))
         print("  throughput %.0f snippets/s with %d keep-alive clients (target >= 2000/s: %s)"
               % (tput, a.clients, verdict(tput >= 2000)))
+        print("  floor: os.fork() per print(1) of python3.11 with the zygote's %d modules, no "
+              "sandbox/HTTP, %d loops: %.0f/s (serve %.2fx of it)"
+              % (len(served_modules(srv)), cores, floor, tput / floor))
         print("  Private_Dirty of a running worker %d kB (target <= 1024 kB: %s); "
               "of one forked ahead, waiting %d kB" % (wpd, verdict(wpd <= 1024), rpd))
     finally:
