@@ -75,7 +75,10 @@ $(BIN): $(BUILD)/main.o $(BUILD)/libpysnip.a
 $(SERVE_BIN): $(SERVE_OBJS) $(BUILD)/libpysnip.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(SERVE_LIBS)
 
+# Made anew each time: `ar rcs` on an old archive keeps members whose sources have gone or
+# moved (a stale object defining the same symbol can win the link).
 $(BUILD)/libpysnip.a: $(HOST_OBJS)
+	rm -f $@
 	$(AR) rcs $@ $^
 
 $(BUILD)/%.o: host/%.c $(wildcard host/*.h) | $(BUILD)
