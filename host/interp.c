@@ -35,6 +35,9 @@ static struct {
 	PyObject *shim;		/* pyshim's namespace (in no sys.modules entry) */
 	PyObject *plain_report;	/* its report of a run that finished with nothing to say */
 	int recursion_limit;	/* as init left it: the snippet may lower it, finish() needs it */
+	/* random's fork hook, held back by pyshim's preimport: random._inst and the C seed
+	 * method it runs (ps_interp_after_fork), or NULL */
+	PyObject *random_inst, *random_seed;
 } st;
 
 /* Written when even the report cannot be built (memory exhausted): no allocation needed. */
@@ -319,6 +322,16 @@ static int setup_shim(const struct ps_interp_opts *o)
 		PyObject *mods = module_list(o);
 		Py_SETREF(r, mods ? shim_call("preimport", Py_BuildValue("(O)", mods)) : NULL);
 		Py_XDECREF(mods);
+		/* None: random was not imported */
+		if (r && r != Py_None) {
+			if (PyArg_ParseTuple(r, "OO", &st.random_inst, &st.random_seed)) {
+				Py_INCREF(st.random_inst);
+				Py_INCREF(st.random_seed);
+			} else {
+				st.random_inst = st.random_seed = NULL;
+				Py_CLEAR(r);
+			}
+		}
 	}
 	Py_XDECREF(imp);
 	Py_XDECREF(finder);
@@ -378,9 +391,21 @@ int ps_interp_init(const struct ps_interp_opts *o, char *err, size_t errlen)
 	return 0;
 }
 
-void ps_interp_after_fork(void)
+int ps_interp_after_fork(char *err, size_t errlen)
 {
 	PyOS_AfterFork_Child();
+	if (!st.random_inst)
+		return 0;
+	/* What random's own fork hook, Random.seed(), does with no seed, without its Python:
+	 * the C seed from the kernel's randomness, then gauss_next = None. */
+	PyObject *r = PyObject_CallFunctionObjArgs(st.random_seed, st.random_inst, Py_None, NULL);
+	if (r && PyObject_SetAttrString(st.random_inst, "gauss_next", Py_None) == 0) {
+		Py_DECREF(r);
+		return 0;
+	}
+	Py_XDECREF(r);
+	describe_error("reseeding random after fork", err, errlen);
+	return -1;
 }
 
 void ps_interp_set_scratch(const char *dir)

@@ -25,7 +25,7 @@ int ps_interp_init(const struct ps_interp_opts *o, char *err, size_t errlen);
 int ps_interp_locate(char *err, size_t errlen);
 
 /* Child, right after fork, before any other Python call. */
-void ps_interp_after_fork(void);
+int ps_interp_after_fork(char *err, size_t errlen);	/* 0, or -1 with err */
 
 /* Child: the per-run writable directory the audit hook grants (also the snippet's cwd). */
 void ps_interp_set_scratch(const char *dir);

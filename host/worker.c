@@ -57,7 +57,12 @@ static int phase_lifecycle(struct ps_child *c)
 			return -1;
 		}
 	} else {
-		ps_interp_after_fork();
+		char err[sizeof(c->e.msg)];
+
+		if (ps_interp_after_fork(err, sizeof(err)) < 0) {
+			ps_child_err_set(&c->e, EINVAL, "%s", err);
+			return -1;
+		}
 	}
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
 		ps_child_err_set(&c->e, errno, "prctl(PR_SET_PDEATHSIG): %s", strerror(errno));

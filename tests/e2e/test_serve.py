@@ -218,6 +218,19 @@ def test_each_run_has_its_own_scratch(srv):
     assert os.listdir(cwd) == [] and srv.scratch_left() == []
 
 
+def test_each_worker_reseeds_random(srv):
+    """random is pre-imported in the zygote; its fork hook is made from C in every worker
+    (interp.c). Were it skipped, every worker would draw the zygote's numbers."""
+    code = "import random\nprint(random.getrandbits(128), random.random() < 1.0)"
+    outs = []
+    for _ in range(3):
+        st, _, v = srv.exec(code)
+        assert st == 200 and v["status"] == "ok", v
+        outs.append(v["stdout"])
+    assert all(o.endswith(" True\n") for o in outs), outs   # positive control: random works
+    assert len(set(outs)) == 3, outs
+
+
 def test_no_leak_after_requests(srv):
     srv.exec("print(0)")
     srv.settled_fds()
