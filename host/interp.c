@@ -516,11 +516,18 @@ static bool finished_plainly(PyObject *exc)
 static PyObject *plain_report(void)
 {
 	static const char *const streams[] = { "stdout", "stderr", "__stdout__", "__stderr__" };
+	PyObject *done[PS_ARRAY_LEN(streams)];
 
 	for (size_t i = 0; i < PS_ARRAY_LEN(streams); i++) {
 		PyObject *s = PySys_GetObject(streams[i]);	/* borrowed */
-		PyObject *r = s && s != Py_None ? PyObject_CallMethod(s, "flush", NULL) : NULL;
+		PyObject *r = NULL;
 
+		done[i] = s;
+		for (size_t k = 0; k < i && s; k++)
+			if (done[k] == s)	/* sys.stdout is usually sys.__stdout__ */
+				s = NULL;
+		if (s && s != Py_None)
+			r = PyObject_CallMethod(s, "flush", NULL);
 		Py_XDECREF(r);
 		PyErr_Clear();
 	}

@@ -73,7 +73,11 @@ def begin(scratch):
 
 
 def _flush():
+    done = []
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        if any(stream is d for d in done):  # sys.stdout is usually sys.__stdout__
+            continue
+        done.append(stream)
         try:
             stream.flush()
         except BaseException:
