@@ -346,6 +346,24 @@ pid_t ps_ns_fork_into(unsigned long extra_flags, int cgroup_fd)
 	return (pid_t)pid;
 }
 
+bool ps_ns_probe_scratch_mount(const char *dir)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWNS) == 0 &&
+		      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+		      mount("pysnip-scratch", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			    "mode=0700,size=4096,nr_inodes=16") == 0 ? 0 : 1);
+	if (pid < 0)
+		return false;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return false;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 /* Child: scratch becomes a tmpfs of at most `bytes`, mode 0700, owned by uid:gid (the run's
  * identity). Mounted in a mount namespace of our own, made private first so the mount never
  * shows on the host. */

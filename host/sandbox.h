@@ -112,6 +112,9 @@ void ps_ns_release(void);
 pid_t ps_ns_fork(unsigned long extra_flags);
 /* In the child: the CLONE_NEW* bits ps_ns_fork really gave it (0 after the fallback). */
 uint32_t ps_ns_fork_flags(void);
+/* Parent: can a child mount a tmpfs on dir in a mount namespace of its own? Tried once, in
+ * a throwaway child. */
+bool ps_ns_probe_scratch_mount(const char *dir);
 /* Child: size-capped tmpfs on scratch, owned by uid:gid (needs a mount namespace). */
 int ps_ns_mount_scratch(const char *scratch, uint64_t bytes, uid_t uid, gid_t gid,
 			struct ps_held *held, struct ps_child_err *e);

@@ -136,6 +136,12 @@ int ps_worker_share_scratch(struct ps_worker *w, char *err, size_t errlen)
 		snprintf(err, errlen, "mkdir(%s/pysnip-scratch): %s", w->tmp_base, strerror(errno));
 		return -1;
 	}
+	/* A host that refuses the mount keeps a directory per run, where a best-effort
+	 * namespaces layer degrades run by run as before. */
+	if (!ps_ns_probe_scratch_mount(path)) {
+		rmdir(path);
+		return 0;
+	}
 	memcpy(w->shared_scratch, path, sizeof(path));
 	return 0;
 }

