@@ -483,7 +483,7 @@ static char *print(cJSON *o, bool pretty)
 	return s;
 }
 
-char *ps_limits_to_json(const struct ps_limits *l)
+cJSON *ps_limits_to_cjson(const struct ps_limits *l)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -497,7 +497,7 @@ char *ps_limits_to_json(const struct ps_limits *l)
 	add_u64(o, "open_files", l->open_files);
 	add_u64(o, "processes", l->processes);
 	add_u64(o, "scratch_bytes", l->scratch_bytes);
-	return print(o, false);
+	return o;
 }
 
 static void add_limits(cJSON *root, const struct ps_limits *l)

@@ -92,8 +92,9 @@ char *ps_policy_to_json(const struct ps_policy *p, bool pretty);
 
 /* The limits alone as machine numbers, for the verdict: {"wall_ms":..,"cpu_ms":..,
  * "memory_bytes":..,"output_bytes":..,"file_size_bytes":..,"open_files":..,"processes":..,
- * "scratch_bytes":..}. Caller frees; NULL on allocation failure. */
-char *ps_limits_to_json(const struct ps_limits *l);
+ * "scratch_bytes":..}, a cJSON object (caller deletes); NULL on allocation failure. */
+struct cJSON;
+struct cJSON *ps_limits_to_cjson(const struct ps_limits *l);
 
 /* A CLI or request override of one limit ("wall", "cpu", "memory", "output", also "file_size"
  * and "scratch"; a "limits." prefix is allowed) in human units. With tighten_only, a value

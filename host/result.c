@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 #include <signal.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,12 +267,26 @@ static enum ps_status classify(const struct ps_run *r, const struct ps_outcome *
 
 /* --- rendering --- */
 
+/* Microseconds as milliseconds, the text cJSON prints for us / 1000.0 ("8.21", "0.643",
+ * "5"), without the sprintf and sscanf round trip it makes for every fractional number. */
+static void add_ms(cJSON *o, const char *key, uint64_t us)
+{
+	char num[32];
+	int n = snprintf(num, sizeof(num), "%" PRIu64 ".%03u", us / 1000, (unsigned)(us % 1000));
+
+	while (num[n - 1] == '0')
+		num[--n] = '\0';
+	if (num[n - 1] == '.')
+		num[--n] = '\0';
+	cJSON_AddRawToObject(o, key, num);
+}
+
 static cJSON *usage_json(const struct ps_outcome *o)
 {
 	cJSON *u = cJSON_CreateObject();
 	const struct rusage *ru = &o->ru;
 
-	cJSON_AddNumberToObject(u, "wall_ms", (double)o->wall_us / 1000.0);
+	add_ms(u, "wall_ms", o->wall_us);
 	cJSON_AddNumberToObject(u, "cpu_ms", (double)cpu_ms(o));
 	cJSON_AddNumberToObject(u, "user_ms", (double)ru->ru_utime.tv_sec * 1000 +
 						  (double)(ru->ru_utime.tv_usec / 1000));
@@ -280,8 +295,8 @@ static cJSON *usage_json(const struct ps_outcome *o)
 	cJSON_AddNumberToObject(u, "max_rss_kb", (double)ru->ru_maxrss);
 	/* wall_ms split: the sandbox's set-up (interpreter start in one-shot runs, every phase)
 	 * and the snippet's own run up to the worker's exit */
-	cJSON_AddNumberToObject(u, "setup_ms", (double)o->setup_us / 1000.0);
-	cJSON_AddNumberToObject(u, "run_ms", (double)o->run_us / 1000.0);
+	add_ms(u, "setup_ms", o->setup_us);
+	add_ms(u, "run_ms", o->run_us);
 	if (o->cgroup_used)
 		cJSON_AddNumberToObject(u, "memory_peak_kb", (double)(o->cgroup_memory_peak / 1024));
 	return u;
@@ -424,11 +439,9 @@ static cJSON *verdict_head(const struct ps_policy *p, enum ps_status st)
 
 static void add_limits(cJSON *v, const struct ps_limits *l)
 {
-	char *lj = ps_limits_to_json(l);
-	cJSON *parsed = lj ? cJSON_Parse(lj) : NULL;
+	cJSON *o = ps_limits_to_cjson(l);
 
-	free(lj);
-	cJSON_AddItemToObject(v, "limits", parsed ? parsed : cJSON_CreateObject());
+	cJSON_AddItemToObject(v, "limits", o ? o : cJSON_CreateObject());
 }
 
 char *ps_verdict_render(const struct ps_policy *p, const struct ps_run *r,
