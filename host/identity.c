@@ -56,11 +56,15 @@ static int drop_bounding_and_lock(struct ps_child_err *e)
 	}
 	if (!have_cap(CAP_SETPCAP))
 		return 0;
+	/* Only what is still there: a zygote dropped the rest once (ps_identity_drop_bounding)
+	 * and every drop copies and commits the credentials (~1 us each). */
 	for (int cap = 0; cap < CAP_PROBE_MAX; cap++) {
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0)
-			continue;
-		if (errno == EINVAL)
+		int in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+
+		if (in < 0 && errno == EINVAL)
 			break;
+		if (in == 0 || prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0)
+			continue;
 		ps_child_err_set(e, errno, "prctl(PR_CAPBSET_DROP, %d): %s", cap, ps_errstr(errno));
 		return -1;
 	}
@@ -70,6 +74,15 @@ static int drop_bounding_and_lock(struct ps_child_err *e)
 		return -1;
 	}
 	return 0;
+}
+
+void ps_identity_drop_bounding(void)
+{
+	if (!have_cap(CAP_SETPCAP))
+		return;
+	for (int cap = 0; cap < CAP_PROBE_MAX; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno == EINVAL)
+			break;
 }
 
 static int change_ids(const struct ps_identity *id, struct ps_child_err *e)

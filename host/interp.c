@@ -37,7 +37,7 @@ static struct {
 	int recursion_limit;	/* as init left it: the snippet may lower it, finish() needs it */
 	/* random's fork hook, held back by pyshim's preimport: random._inst and the C seed
 	 * method it runs (ps_interp_after_fork), or NULL */
-	PyObject *random_inst, *random_seed;
+	PyObject *random_inst, *random_seed, *gauss_next;
 } st;
 
 /* Written when even the report cannot be built (memory exhausted): no allocation needed. */
@@ -324,7 +324,8 @@ static int setup_shim(const struct ps_interp_opts *o)
 		Py_XDECREF(mods);
 		/* None: random was not imported */
 		if (r && r != Py_None) {
-			if (PyArg_ParseTuple(r, "OO", &st.random_inst, &st.random_seed)) {
+			if (PyArg_ParseTuple(r, "OO", &st.random_inst, &st.random_seed) &&
+			    (st.gauss_next = PyUnicode_InternFromString("gauss_next"))) {
 				Py_INCREF(st.random_inst);
 				Py_INCREF(st.random_seed);
 			} else {
@@ -399,7 +400,7 @@ int ps_interp_after_fork(char *err, size_t errlen)
 	/* What random's own fork hook, Random.seed(), does with no seed, without its Python:
 	 * the C seed from the kernel's randomness, then gauss_next = None. */
 	PyObject *r = PyObject_CallFunctionObjArgs(st.random_seed, st.random_inst, Py_None, NULL);
-	if (r && PyObject_SetAttrString(st.random_inst, "gauss_next", Py_None) == 0) {
+	if (r && PyObject_SetAttr(st.random_inst, st.gauss_next, Py_None) == 0) {
 		Py_DECREF(r);
 		return 0;
 	}

@@ -6,10 +6,12 @@
  * handled with no rule (all denied) from ABI 4; abstract unix sockets and signals are
  * scoped to the sandbox from ABI 6. The ABI is negotiated down to the kernel's.
  *
- * Prepared in the parent: ABI probe, access masks, the list of paths that exist. Applied
- * in the worker: it opens each path O_PATH itself (no descriptor has to survive the fd
- * phase), including scratch after its tmpfs is mounted (a rule on the directory under a
- * mount would not cover the mount), adds the rules and restricts itself. */
+ * Prepared in the parent: ABI probe, access masks, the paths that exist, each opened O_PATH
+ * once (a zygote then spares every worker a dozen path walks; the fds sit high, out of the
+ * worker's stdio and channel numbers, and its fd phase closes them). Applied in the worker:
+ * it opens scratch itself, after its tmpfs is mounted (a rule on the directory under a
+ * mount would not cover the mount), adds the rules and restricts itself. Rules belong to
+ * inodes, so a descriptor opened in the parent's mount namespace serves the worker's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
@@ -75,8 +77,15 @@ static const struct {
 
 struct ll_rule {
 	char *path;
+	int fd;			/* O_PATH, opened by the parent; -1: the worker opens path */
 	uint64_t access;
 };
+
+/* Where the parent's O_PATH descriptors go: above every number a worker uses itself (0-4
+ * for stdio and its channels, 16 and up for a moment in its stdio phase, 63 for its
+ * report's private copy). Where the parent's RLIMIT_NOFILE is lower, the worker opens the
+ * path itself, as for scratch. */
+#define RULE_FD_MIN 100
 
 struct ps_landlock {
 	int abi;
@@ -142,6 +151,12 @@ static int push_rule(struct ps_landlock *ll, const char *path, uint64_t access, 
 		snprintf(err, errlen, "landlock: out of memory");
 		return -1;
 	}
+	ll->rules[ll->n].fd = -1;
+	int fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd >= 0) {
+		ll->rules[ll->n].fd = fcntl(fd, F_DUPFD_CLOEXEC, RULE_FD_MIN);
+		close(fd);
+	}
 	ll->rules[ll->n++].access = access;
 	return 0;
 }
@@ -186,20 +201,26 @@ void ps_landlock_free(struct ps_landlock *ll)
 {
 	if (!ll)
 		return;
-	for (size_t i = 0; i < ll->n; i++)
+	for (size_t i = 0; i < ll->n; i++) {
 		free(ll->rules[i].path);
+		if (ll->rules[i].fd >= 0)
+			close(ll->rules[i].fd);
+	}
 	free(ll);
 }
 
 /* ---- child side ---- */
 
-/* A path the worker's uid can't reach is no loss: it could not read it anyway. */
-static int add_path(int ruleset, const char *path, uint64_t access, struct ps_child_err *e)
+/* fd: the parent's O_PATH descriptor, or -1 to open path here. A path the worker's uid
+ * can't reach is no loss: it could not read it anyway (nor through a rule the parent's
+ * descriptor made: the permission checks still apply). */
+static int add_path(int ruleset, const char *path, int fd, uint64_t access,
+		    struct ps_child_err *e)
 {
 	struct landlock_path_beneath_attr pb = { .allowed_access = access };
 	int rc;
 
-	pb.parent_fd = open(path, O_PATH | O_CLOEXEC);
+	pb.parent_fd = fd >= 0 ? fd : open(path, O_PATH | O_CLOEXEC);
 	if (pb.parent_fd < 0) {
 		if (errno == EACCES || errno == ENOENT)
 			return 0;
@@ -210,7 +231,8 @@ static int add_path(int ruleset, const char *path, uint64_t access, struct ps_ch
 	if (rc < 0)
 		ps_child_err_set(e, errno, "landlock_add_rule(%s, 0x%llx): %s", path,
 				 (unsigned long long)access, ps_errstr(errno));
-	close(pb.parent_fd);
+	if (fd < 0)
+		close(pb.parent_fd);
 	return rc;
 }
 
@@ -226,9 +248,9 @@ int ps_landlock_apply(const struct ps_landlock *ll, const char *scratch, struct 
 		return -1;
 	}
 	for (size_t i = 0; i < ll->n; i++)
-		if (add_path(rs, ll->rules[i].path, ll->rules[i].access, e) < 0)
+		if (add_path(rs, ll->rules[i].path, ll->rules[i].fd, ll->rules[i].access, e) < 0)
 			goto out;
-	if (scratch && add_path(rs, scratch, ll->write_access, e) < 0)
+	if (scratch && add_path(rs, scratch, -1, ll->write_access, e) < 0)
 		goto out;
 	/* Requires no_new_privs (or CAP_SYS_ADMIN): the nnp phase runs before. */
 	if (syscall(SYS_landlock_restrict_self, rs, 0) < 0) {

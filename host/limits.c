@@ -30,25 +30,29 @@ static const struct rlimit_row {
 	const char *name;
 	enum value_src src;
 	bool private_uid_only;
+	bool after_fds;		/* only once the inherited descriptors are closed */
 } rows[] = {
 	/* soft = hard: the hard limit's SIGKILL is what ends a CPU hog. A soft limit below it
 	 * only sends SIGXCPU, which a snippet can catch or ignore (signal.signal). */
-	{ RLIMIT_CPU, "RLIMIT_CPU", FROM_CPU, false },
+	{ RLIMIT_CPU, "RLIMIT_CPU", FROM_CPU, false, false },
 	/* Address space is what a runaway allocation hits first; DATA covers brk and
 	 * anonymous private mappings on kernels that count them separately. */
-	{ RLIMIT_AS, "RLIMIT_AS", FROM_MEMORY, false },
-	{ RLIMIT_DATA, "RLIMIT_DATA", FROM_MEMORY, false },
-	{ RLIMIT_FSIZE, "RLIMIT_FSIZE", FROM_FILE_SIZE, false },
-	{ RLIMIT_NOFILE, "RLIMIT_NOFILE", FROM_OPEN_FILES, false },
+	{ RLIMIT_AS, "RLIMIT_AS", FROM_MEMORY, false, false },
+	{ RLIMIT_DATA, "RLIMIT_DATA", FROM_MEMORY, false, false },
+	{ RLIMIT_FSIZE, "RLIMIT_FSIZE", FROM_FILE_SIZE, false, false },
+	/* After the worker's fd phase: until then it holds what its parent had open (a zygote's
+	 * channels to every live worker), which could leave no number under the limit for the
+	 * descriptors the phases open themselves (Landlock's ruleset: EMFILE under load). */
+	{ RLIMIT_NOFILE, "RLIMIT_NOFILE", FROM_OPEN_FILES, false, true },
 	/* Counted per real uid across the whole host: only meaningful when the uid is ours. */
-	{ RLIMIT_NPROC, "RLIMIT_NPROC", FROM_PROCESSES, true },
+	{ RLIMIT_NPROC, "RLIMIT_NPROC", FROM_PROCESSES, true, false },
 	/* No core files (they would land in scratch and could hold the zygote's memory). */
-	{ RLIMIT_CORE, "RLIMIT_CORE", ZERO, false },
+	{ RLIMIT_CORE, "RLIMIT_CORE", ZERO, false, false },
 	/* Locked memory and POSIX message queues are host-wide resources a snippet has no use for. */
-	{ RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK", ZERO, false },
-	{ RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE", ZERO, false },
+	{ RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK", ZERO, false, false },
+	{ RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE", ZERO, false, false },
 	/* No realtime scheduling: a busy loop at RT priority could starve the supervisor. */
-	{ RLIMIT_RTPRIO, "RLIMIT_RTPRIO", ZERO, false },
+	{ RLIMIT_RTPRIO, "RLIMIT_RTPRIO", ZERO, false, false },
 };
 
 /* The row's value, or false when the policy leaves it unlimited (0 means "no limit"). */
@@ -77,7 +81,8 @@ static bool row_value(const struct rlimit_row *row, const struct ps_limits *l, r
 	return false;
 }
 
-int ps_limits_apply(const struct ps_limits *l, bool private_uid, struct ps_child_err *e)
+int ps_limits_apply(const struct ps_limits *l, bool private_uid, enum ps_limits_stage stage,
+		    struct ps_child_err *e)
 {
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct rlimit_row *row = &rows[i];
@@ -85,6 +90,9 @@ int ps_limits_apply(const struct ps_limits *l, bool private_uid, struct ps_child
 		rlim_t v;
 
 		if (row->private_uid_only && !private_uid)
+			continue;
+		if ((stage == PS_LIMITS_BEFORE_FDS && row->after_fds) ||
+		    (stage == PS_LIMITS_AFTER_FDS && !row->after_fds))
 			continue;
 		if (!row_value(row, l, &v))
 			continue;

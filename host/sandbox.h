@@ -58,7 +58,13 @@ struct ps_status_rec {
 };
 
 /* --- limits.c: rlimits from a table --- */
-int ps_limits_apply(const struct ps_limits *l, bool private_uid, struct ps_child_err *e);
+enum ps_limits_stage {
+	PS_LIMITS_BEFORE_FDS,	/* all but RLIMIT_NOFILE: the worker still holds its parent's fds */
+	PS_LIMITS_AFTER_FDS,	/* RLIMIT_NOFILE, once they are closed */
+	PS_LIMITS_ALL,
+};
+int ps_limits_apply(const struct ps_limits *l, bool private_uid, enum ps_limits_stage stage,
+		    struct ps_child_err *e);
 
 /* --- identity.c (libcap-ng) --- */
 struct ps_identity {
@@ -68,6 +74,11 @@ struct ps_identity {
 };
 void ps_identity_plan(const struct ps_policy *p, unsigned worker_slot, struct ps_identity *out);
 int ps_identity_apply(const struct ps_identity *id, struct ps_held *held, struct ps_child_err *e);
+/* A parent that forks many workers (a zygote): empty the bounding set once, so that a
+ * worker's identity phase finds nothing left to drop there. Nothing changes for the parent,
+ * which never execs (the bounding set only limits what an exec can grant); a worker still
+ * drops whatever remains and verifies the set empty. */
+void ps_identity_drop_bounding(void);
 int ps_nnp_apply(struct ps_held *held, struct ps_child_err *e);
 
 /* --- landlock.c --- */

@@ -153,7 +153,7 @@ static int phase_scratch(struct ps_child *c)
  * private uid's RLIMIT_NPROC is in place when that uid comes to exist. */
 static int phase_limits(struct ps_child *c)
 {
-	return ps_limits_apply(c->limits, c->id.drop_uid, &c->e);
+	return ps_limits_apply(c->limits, c->id.drop_uid, PS_LIMITS_BEFORE_FDS, &c->e);
 }
 
 /* Credentials before the filter, so the filter needn't allow setresuid. */
@@ -187,7 +187,8 @@ static int phase_landlock(struct ps_child *c)
 }
 
 /* Close everything the parent had open but our five. After Landlock, whose prepared path
- * descriptors it needs; before seccomp, whose filter would otherwise have to allow it. */
+ * descriptors it needs; before seccomp, whose filter would otherwise have to allow it. Then
+ * RLIMIT_NOFILE, which phase_limits left for now (limits.c). */
 static int phase_fds(struct ps_child *c)
 {
 	if (syscall(SYS_close_range, CHILD_FIRST_FREE_FD, ~0U, 0) < 0) {
@@ -195,7 +196,7 @@ static int phase_fds(struct ps_child *c)
 				 strerror(errno));
 		return -1;
 	}
-	return 0;
+	return ps_limits_apply(c->limits, c->id.drop_uid, PS_LIMITS_AFTER_FDS, &c->e);
 }
 
 /* A one-shot run's filter, built by the parent while we started the interpreter. Before
@@ -256,7 +257,7 @@ static int phase_request(struct ps_child *c)
 	code[q.code_len] = '\0';
 	c->code = code;
 	c->code_len = q.code_len;
-	return ps_limits_apply(&q.limits, c->id.drop_uid, &c->e);
+	return ps_limits_apply(&q.limits, c->id.drop_uid, PS_LIMITS_ALL, &c->e);
 }
 
 static const struct phase {

@@ -272,6 +272,8 @@ static int zygote_setup(struct zyg *z, const char *policy, uint32_t layers_off, 
 	    ps_worker_share_scratch(&z->w, err, errlen) == 0) {
 		if (z->w.shared_scratch[0])
 			ps_interp_begin_shared(z->w.shared_scratch);
+		if (!(z->w.layers_off & (1u << PS_LAYER_IDENTITY)))
+			ps_identity_drop_bounding();
 		ret = 0;
 	}
 	ps_strlist_free(&modules);

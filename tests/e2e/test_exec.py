@@ -315,6 +315,19 @@ def test_closed_stdout_is_a_clear_error():
 
 # --- nothing survives -------------------------------------------------------------------
 
+def test_tight_open_files_limit(tmp_path):
+    """RLIMIT_NOFILE comes after the worker has closed what it inherited: a limit below the
+    descriptors the worker holds during its phases must not starve them (Landlock's ruleset
+    got EMFILE), and it still holds for the snippet."""
+    pol = tmp_path / "few.json"
+    pol.write_text('{"extends": "default", "limits": {"open_files": 8}}')
+    v, rc, err = run_exec("fs = [open('/dev/null') for _ in range(2)]\nprint(len(fs))",
+                          "--policy", str(pol))
+    assert rc == 0 and v["status"] == "ok" and v["stdout"] == "2\n", (v, err)
+    v, rc, err = run_exec("fs = [open('/dev/null') for _ in range(10)]", "--policy", str(pol))
+    assert v["status"] == "exception" and "Too many open files" in v["exception"]["message"], v
+
+
 def test_no_scratch_directory_left(tmp_path):
     env = dict(os.environ, TMPDIR=str(tmp_path))
     p = subprocess.run([PYSNIP, "exec", "-"], input=b"open('f.txt','w').write('x')\nprint(1)\n",

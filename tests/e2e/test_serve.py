@@ -233,6 +233,22 @@ def test_each_worker_reseeds_random(srv):
     assert len(set(outs)) == 3, outs
 
 
+def test_tight_open_files_limit(tmp_path):
+    """A served worker holds the zygote's channels to every live worker until its fd phase;
+    RLIMIT_NOFILE comes after that phase, so a tight limit (or a busy zygote) does not starve
+    the phases before it, and it still holds for the snippet (test_exec has the same)."""
+    pol = tmp_path / "few.json"
+    pol.write_text('{"extends": "default", "limits": {"open_files": 8}}')
+    s = Server("--workers", "2", "--policy", str(pol))
+    try:
+        st, _, v = s.exec("fs = [open('/dev/null') for _ in range(2)]\nprint(len(fs))")
+        assert st == 200 and v["status"] == "ok" and v["stdout"] == "2\n", v
+        st, _, v = s.exec("fs = [open('/dev/null') for _ in range(10)]")
+        assert v["status"] == "exception" and "Too many open files" in v["exception"]["message"]
+    finally:
+        s.stop()
+
+
 def test_no_leak_after_requests(srv):
     srv.exec("print(0)")
     srv.settled_fds()
