@@ -45,6 +45,24 @@ static bool have_cap(int cap)
 	return d[cap / 32].effective & (1u << (cap % 32));
 }
 
+/* Every capability still in the bounding set. Only what is still there: a zygote dropped
+ * the rest once (ps_identity_drop_bounding), and every drop copies and commits the
+ * credentials (~1 us each). Needs CAP_SETPCAP. */
+static int drop_bounding(struct ps_child_err *e)
+{
+	for (int cap = 0; cap < CAP_PROBE_MAX; cap++) {
+		int in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+
+		if (in < 0 && errno == EINVAL)
+			break;
+		if (in == 0 || prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0)
+			continue;
+		ps_child_err_set(e, errno, "prctl(PR_CAPBSET_DROP, %d): %s", cap, ps_errstr(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* Ambient, bounding and securebits first: the last two need CAP_SETPCAP, which the uid
  * change takes away. Without CAP_SETPCAP (a plain unprivileged user) the bounding set
  * cannot shrink; it then only lists capabilities nothing can gain under no_new_privs. */
@@ -56,18 +74,8 @@ static int drop_bounding_and_lock(struct ps_child_err *e)
 	}
 	if (!have_cap(CAP_SETPCAP))
 		return 0;
-	/* Only what is still there: a zygote dropped the rest once (ps_identity_drop_bounding)
-	 * and every drop copies and commits the credentials (~1 us each). */
-	for (int cap = 0; cap < CAP_PROBE_MAX; cap++) {
-		int in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
-
-		if (in < 0 && errno == EINVAL)
-			break;
-		if (in == 0 || prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0)
-			continue;
-		ps_child_err_set(e, errno, "prctl(PR_CAPBSET_DROP, %d): %s", cap, ps_errstr(errno));
+	if (drop_bounding(e) < 0)
 		return -1;
-	}
 	if (prctl(PR_SET_SECUREBITS, locked_securebits, 0, 0, 0) < 0) {
 		ps_child_err_set(e, errno, "prctl(PR_SET_SECUREBITS, 0x%lx): %s", locked_securebits,
 				 ps_errstr(errno));
@@ -78,11 +86,10 @@ static int drop_bounding_and_lock(struct ps_child_err *e)
 
 void ps_identity_drop_bounding(void)
 {
-	if (!have_cap(CAP_SETPCAP))
-		return;
-	for (int cap = 0; cap < CAP_PROBE_MAX; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno == EINVAL)
-			break;
+	struct ps_child_err e;
+
+	if (have_cap(CAP_SETPCAP))
+		(void)drop_bounding(&e);	/* the workers drop what is left, and say why */
 }
 
 static int change_ids(const struct ps_identity *id, struct ps_child_err *e)

@@ -351,11 +351,12 @@ bool ps_ns_probe_scratch_mount(const char *dir)
 	pid_t pid = fork();
 	int status;
 
-	if (pid == 0)
-		_exit(unshare(CLONE_NEWNS) == 0 &&
-		      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
-		      mount("pysnip-scratch", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-			    "mode=0700,size=4096,nr_inodes=16") == 0 ? 0 : 1);
+	if (pid == 0) {
+		struct ps_held held = { 0 };
+		struct ps_child_err e;
+
+		_exit(ps_ns_mount_scratch(dir, 4096, getuid(), getgid(), &held, &e) == 0 ? 0 : 1);
+	}
 	if (pid < 0)
 		return false;
 	while (waitpid(pid, &status, 0) < 0)

@@ -407,13 +407,12 @@ static void sigsys_handler(int sig, siginfo_t *si, void *uctx)
 	syscall(__NR_exit_group, 159);
 }
 
-static int load(struct sock_filter *insns, unsigned short len, const char *what,
-		struct ps_child_err *e)
+static int load(struct sock_filter *insns, unsigned short len, struct ps_child_err *e)
 {
 	struct sock_fprog prog = { .len = len, .filter = insns };
 
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0) {
-		ps_child_err_set(e, errno, "prctl(PR_SET_SECCOMP, %s): %s", what, ps_errstr(errno));
+		ps_child_err_set(e, errno, "prctl(PR_SET_SECCOMP, allowlist): %s", ps_errstr(errno));
 		return -1;
 	}
 	return 0;
@@ -438,7 +437,7 @@ int ps_filter_load(const struct ps_filter *f, int status_fd, struct ps_held *hel
 	/* Our own copy of the program (copy-on-write from the parent, or received): its prefix
 	 * gets our pid (write_prefix). */
 	f->insns[SELF_INSN].k = (uint32_t)getpid();
-	if (load(f->insns, f->len, "allowlist", e) < 0)
+	if (load(f->insns, f->len, e) < 0)
 		return -1;
 	held->seccomp = (uint8_t)(1 + f->action);
 	return 0;

@@ -134,7 +134,7 @@ static int phase_scratch(struct ps_child *c)
 			if (layer_failed(c, PS_LAYER_NAMESPACES) < 0)
 				return -1;
 		}
-		if ((c->w->ns_static || getuid() == 0) &&
+		if (ps_worker_mounts_scratch(c->w) &&
 		    ps_ns_mount_scratch(c->scratch, c->limits->scratch_bytes, uid, gid, &c->held,
 					&c->e) < 0 &&
 		    (shared || layer_failed(c, PS_LAYER_NAMESPACES) < 0))

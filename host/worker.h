@@ -86,11 +86,11 @@ struct ps_outcome {
 	uint64_t cgroup_oom_kills;
 };
 
-/* Parent: build the filter, prepare Landlock, enter the unchanging namespaces. */
 /* Zygote: switch to one scratch path for every run where each worker mounts its own tmpfs
  * over it (namespaces on, and the privilege to mount). 0, also when not switched; -1 with
  * err when the directory cannot be made. */
 int ps_worker_share_scratch(struct ps_worker *w, char *err, size_t errlen);
+/* Parent: build the filter, prepare Landlock, enter the unchanging namespaces. */
 int ps_worker_prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
 		      char *err, size_t errlen);
 void ps_worker_release(struct ps_worker *w);

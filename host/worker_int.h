@@ -3,6 +3,8 @@
 #ifndef PS_WORKER_INT_H
 #define PS_WORKER_INT_H
 
+#include <unistd.h>
+
 #include "worker.h"
 
 /* Fixed descriptor numbers inside the worker. */
@@ -24,6 +26,13 @@ struct ps_child {
 	struct ps_held held;
 	struct ps_child_err e;
 };
+
+/* Does a worker mount a tmpfs on its scratch (phase_scratch)? Namespaces on, and either
+ * namespaces entered by the parent or root's privilege to mount. */
+static inline bool ps_worker_mounts_scratch(const struct ps_worker *w)
+{
+	return !(w->layers_off & (1u << PS_LAYER_NAMESPACES)) && (w->ns_static || getuid() == 0);
+}
 
 /* The child after fork: every phase in order, then the snippet; never returns. */
 __attribute__((noreturn)) void ps_worker_child_main(struct ps_child *c);

@@ -127,8 +127,7 @@ int ps_worker_share_scratch(struct ps_worker *w, char *err, size_t errlen)
 {
 	char path[sizeof(w->shared_scratch)];
 
-	/* The condition under which phase_scratch mounts the run's tmpfs. */
-	if ((w->layers_off & (1u << PS_LAYER_NAMESPACES)) || (!w->ns_static && getuid() != 0))
+	if (!ps_worker_mounts_scratch(w))
 		return 0;
 	/* Only the mountpoint: no run writes here (each has its tmpfs over it, or fails). */
 	snprintf(path, sizeof(path), "%s/pysnip-scratch", w->tmp_base);	/* fits: see ps_worker */
