@@ -55,33 +55,37 @@ else
 LDLIBS  += $(PKG_LIBS)
 endif
 
-SERVE_SRCS := host/serve_main.c host/cmd_serve.c host/server.c host/server_request.c host/zygote.c \
-              host/http_client.c
-HOST_SRCS := $(filter-out host/main.c $(SERVE_SRCS),$(wildcard host/*.c))
-HOST_OBJS := $(HOST_SRCS:host/%.c=$(BUILD)/%.o) $(BUILD)/pyshim_blob.o $(BUILD)/closure_table.o
-SERVE_OBJS := $(SERVE_SRCS:host/%.c=$(BUILD)/%.o)
+# Sources by folder (host/*/): one pattern rule builds them all. Each binary has its own main
+# in host/cli/; everything else is one archive, from which the linker takes only what that main
+# reaches (pysnip never pulls in serve/'s objects, so it never links libmicrohttpd or libcurl).
+HOST_HDRS := $(wildcard host/*/*.h)
+MAINS     := host/cli/main.c host/cli/serve_main.c
+LIB_SRCS  := $(filter-out $(MAINS),$(wildcard host/*/*.c))
+LIB_OBJS  := $(LIB_SRCS:host/%.c=$(BUILD)/%.o) $(BUILD)/python/pyshim_blob.o \
+             $(BUILD)/closure_table.o
 SERVE_BIN := $(dir $(BIN))pysnip-serve
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 PYSHIM    := $(filter-out pyshim/closure.py,$(wildcard pyshim/*.py))
 
-.PHONY: all test test-unprivileged unit e2e asan bench clean deps
+.PHONY: all test test-unprivileged unit e2e includes asan bench clean deps
 
 all: $(BIN) $(SERVE_BIN)
 
-$(BIN): $(BUILD)/main.o $(BUILD)/libpysnip.a
+$(BIN): $(BUILD)/cli/main.o $(BUILD)/libpysnip.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(SERVE_BIN): $(SERVE_OBJS) $(BUILD)/libpysnip.a
+$(SERVE_BIN): $(BUILD)/cli/serve_main.o $(BUILD)/libpysnip.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(SERVE_LIBS)
 
 # Made anew each time: `ar rcs` on an old archive keeps members whose sources have gone or
 # moved (a stale object defining the same symbol can win the link).
-$(BUILD)/libpysnip.a: $(HOST_OBJS)
+$(BUILD)/libpysnip.a: $(LIB_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(BUILD)/%.o: host/%.c $(wildcard host/*.h) | $(BUILD)
+$(BUILD)/%.o: host/%.c $(HOST_HDRS)
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 # pyshim is compiled to a marshalled code object by the linked interpreter's version
@@ -93,10 +97,11 @@ $(BUILD)/pyshim.marshal: $(PYSHIM) tools/marshal_pyshim.py | $(BUILD)
 $(BUILD)/closure_table.c: pyshim/closure.py tools/closure_table.py | $(BUILD)
 	$(PYTHON311) -I -S tools/closure_table.py $@ pyshim/closure.py
 
-$(BUILD)/closure_table.o: $(BUILD)/closure_table.c host/closure.h
+$(BUILD)/closure_table.o: $(BUILD)/closure_table.c host/python/closure.h
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/pyshim_blob.o: host/pyshim_blob.S $(BUILD)/pyshim.marshal
+$(BUILD)/python/pyshim_blob.o: host/python/pyshim_blob.S $(BUILD)/pyshim.marshal
+	@mkdir -p $(@D)
 	$(CC) -c -DPYSHIM_BLOB='"$(BUILD)/pyshim.marshal"' -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libpysnip.a | $(BUILD)
@@ -112,7 +117,11 @@ unit: $(UNIT_BINS)
 e2e: $(BIN) $(SERVE_BIN)
 	PYSNIP=$(abspath $(BIN)) $(PY) -m pytest -q -rs tests/e2e tests/attacks tests/load
 
-test: $(BIN) $(SERVE_BIN) unit e2e
+# Dependencies point down the pipeline (DESIGN.md section 8): fails on a wrong-way include.
+includes:
+	$(PY) tools/check-includes
+
+test: includes $(BIN) $(SERVE_BIN) unit e2e
 
 # The same end-to-end suite as an unprivileged user (needs root to switch): the non-root
 # path (user namespace, capabilities cleared, Landlock and seccomp without privilege).

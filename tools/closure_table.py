@@ -21,7 +21,7 @@ def main(out, src):
     if len(names) > 65535:
         raise SystemExit("closure_table: more than 65535 names")
     lines = ["/* Generated from %s by tools/closure_table.py. Do not edit. */" % src,
-             '#include "closure.h"', "",
+             '#include "python/closure.h"', "",
              "const char *const ps_closure_names[] = {"]
     lines += ["\t%s," % cstr(n) for n in names]
     lines += ["};", "const size_t ps_closure_names_len = %d;" % len(names), ""]

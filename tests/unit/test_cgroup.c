@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "sandbox/cgroup.h"
 #include "harness.h"
 
 static void test_refusals(void)

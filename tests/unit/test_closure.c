@@ -2,7 +2,7 @@
  * its own name, and a lookup by a dotted name's first part matches that part only. */
 #include <stdbool.h>
 
-#include "closure.h"
+#include "python/closure.h"
 #include "harness.h"
 
 static bool has_dep(const struct ps_closure_entry *e, const char *dep)

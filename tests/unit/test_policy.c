@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "policy.h"
-#include "syscall_groups.h"
-#include "util.h"
+#include "policy/policy.h"
+#include "sandbox/syscall_groups.h"
+#include "util/util.h"
 
 #define FIX "tests/fixtures/policies"
 #define GOOD FIX "/good/"

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "harness.h"
-#include "policy.h"
-#include "sandbox.h"
-#include "syscall_groups.h"
+#include "policy/policy.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/syscall_groups.h"
 
 /* What issue 3 says must be denied, whatever groups a policy picks. */
 static const char *const must_deny[] = {

@@ -3,8 +3,8 @@
 #include <stdint.h>
 
 #include "harness.h"
-#include "policy.h"
-#include "util.h"
+#include "policy/policy.h"
+#include "util/util.h"
 
 struct ok_case {
 	const char *in;

@@ -1,0 +1,217 @@
+/* `pysnip exec` and `pysnip check-policy`: policy, interpreter, one worker, one verdict. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "http_client.h"
+#include "python/interp.h"
+#include "run/result.h"
+#include "util/util.h"
+#include "run/worker.h"
+
+enum { SNIPPET_MAX = 256 << 20, STDIN_MAX = 256 << 20 };
+
+static int read_input(const char *what, const char *path, size_t max, char **buf, size_t *len)
+{
+	int ret = !strcmp(path, "-") ? ps_read_fd(0, buf, len, max) : ps_read_file(path, buf, len);
+
+	if (ret == -EFBIG || (ret == 0 && *len > max)) {
+		ps_err("%s %s: larger than %zu MiB", what, path, max >> 20);
+		return -1;
+	}
+	if (ret < 0) {
+		ps_err("%s %s: %s", what, !strcmp(path, "-") ? "(stdin)" : path, strerror(-ret));
+		return -1;
+	}
+	return 0;
+}
+
+/* Load the policy and apply command-line overrides. Exit status on failure. */
+static int load_policy(const struct ps_opts *o, struct ps_policy *p)
+{
+	char err[512];
+
+	if (ps_policy_load(o->policy, p, err, sizeof(err)) < 0) {
+		ps_err("%s", err);
+		return PS_EXIT_USAGE;
+	}
+	for (int i = 0; i < PS_OV_COUNT; i++) {
+		if (!o->override[i])
+			continue;
+		if (ps_policy_override(p, ps_override_field((enum ps_override)i), o->override[i],
+				       false, err, sizeof(err)) < 0) {
+			ps_err("%s", err);
+			return PS_EXIT_USAGE;
+		}
+	}
+	return 0;
+}
+
+/* Print the verdict; a closed stdout is the host's failure, reported on stderr. */
+static int emit(char *json)
+{
+	int ret = PS_EXIT_OK;
+
+	if (!json) {
+		ps_err("rendering the verdict: out of memory");
+		return PS_EXIT_INTERNAL;
+	}
+	if (ps_write_all(1, json, strlen(json)) < 0 || ps_write_all(1, "\n", 1) < 0) {
+		ps_err("writing the verdict to stdout: %s", strerror(errno));
+		ret = PS_EXIT_INTERNAL;
+	}
+	free(json);
+	return ret;
+}
+
+static int fail_internal(const struct ps_policy *p, const char *msg, bool pretty)
+{
+	ps_err("%s", msg);
+	emit(ps_verdict_internal_error(p, msg, pretty));
+	return PS_EXIT_INTERNAL;
+}
+
+static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *r)
+{
+	struct ps_strlist modules = { 0 };
+	struct ps_interp_opts io = { 0 };
+	struct ps_worker w;
+	struct ps_outcome out;
+	char err[512];
+	char *json;
+	int ret;
+
+	if (ps_policy_modules(p, &modules, err, sizeof(err)) < 0) {
+		ps_err("%s", err);
+		return PS_EXIT_USAGE;
+	}
+	io.policy = p;
+	io.modules = &modules;
+	io.python_layer = !(o->layers_off & (1u << PS_LAYER_PYTHON)) &&
+			  p->layers[PS_LAYER_PYTHON] != PS_LAYER_OFF;
+	/* One snippet: the worker initialises the interpreter itself (see ps_worker). */
+	if (ps_interp_locate(err, sizeof(err)) < 0) {
+		ps_strlist_free(&modules);
+		return fail_internal(p, err, o->pretty);
+	}
+	if (ps_worker_prepare_oneshot(&w, p, o->layers_off, &io, err, sizeof(err)) < 0) {
+		ps_strlist_free(&modules);
+		if (!strncmp(err, "policy ", 7)) {
+			ps_err("%s", err);
+			return PS_EXIT_USAGE;
+		}
+		return fail_internal(p, err, o->pretty);
+	}
+	r->limits = p->limits;
+	ps_supervise_catch_signals();
+	ret = ps_worker_run(&w, r, &out);
+	/* One run only: the PID namespace's init may go while the verdict is rendered. */
+	if (w.ns_static)
+		ps_ns_release_start();
+	if (ret < 0 && !strncmp(out.host_error, "policy ", 7)) {
+		ps_err("%s", out.host_error);
+		ps_outcome_free(&out);
+		ps_worker_release(&w);
+		ps_strlist_free(&modules);
+		return PS_EXIT_USAGE;
+	}
+	if (ret < 0 && !out.host_error[0])
+		snprintf(out.host_error, sizeof(out.host_error), "worker: %s", strerror(-ret));
+	json = ps_verdict_render(p, r, &out, o->pretty);
+	ret = emit(json);
+	if (ret == PS_EXIT_OK && (out.host_error[0] || out.phase_failed || !out.reaped))
+		ret = PS_EXIT_INTERNAL;
+	ps_outcome_free(&out);
+	ps_worker_release(&w);
+	ps_strlist_free(&modules);
+	return ret;
+}
+
+int (*ps_exec_client)(const struct ps_opts *o, const char *code, size_t code_len, const char *in,
+		      size_t in_len);
+
+/* `exec --server`: the HTTP client lives in pysnip-serve, next to this binary. */
+static int exec_via_serve(int argc, char **argv)
+{
+	ps_exec_sibling("pysnip-serve", "exec", argc, argv);
+	return PS_EXIT_INTERNAL;
+}
+
+int ps_cmd_exec(int argc, char **argv)
+{
+	struct ps_opts o;
+	struct ps_policy p;
+	struct ps_run r = { 0 };
+	char *code = NULL, *in = NULL;
+	size_t code_len = 0, in_len = 0;
+	int ret;
+
+	if (ps_cli_parse(PS_CMD_EXEC, argc, argv, &o) < 0)
+		return PS_EXIT_USAGE;
+	if (o.help) {
+		ps_cli_usage(PS_CMD_EXEC, stdout);
+		return PS_EXIT_OK;
+	}
+	if (o.server && !ps_exec_client)	/* before anything reads our stdin */
+		return exec_via_serve(argc, argv);
+	if (o.stdin_file && !strcmp(o.stdin_file, "-") && !strcmp(o.file, "-")) {
+		ps_err("--stdin -: standard input already carries the snippet");
+		return PS_EXIT_USAGE;
+	}
+	if (read_input("snippet", o.file, SNIPPET_MAX, &code, &code_len) < 0 ||
+	    (o.stdin_file && read_input("--stdin", o.stdin_file, STDIN_MAX, &in, &in_len) < 0)) {
+		free(code);
+		return PS_EXIT_USAGE;
+	}
+	if (o.server) {
+		ret = ps_exec_client(&o, code, code_len, in, in_len);
+	} else if ((ret = load_policy(&o, &p)) == 0) {
+		r.code = code;
+		r.code_len = code_len;
+		r.stdin_data = in;
+		r.stdin_len = in_len;
+		ret = run_one(&o, &p, &r);
+		ps_policy_free(&p);
+	}
+	free(code);
+	free(in);
+	return ret;
+}
+
+int ps_cmd_check_policy(int argc, char **argv)
+{
+	struct ps_opts o;
+	struct ps_policy p;
+	struct ps_strlist modules = { 0 };
+	struct ps_filter *f = NULL;
+	char err[512];
+	char *json;
+	int ret;
+
+	if (ps_cli_parse(PS_CMD_CHECK_POLICY, argc, argv, &o) < 0)
+		return PS_EXIT_USAGE;
+	if (o.help) {
+		ps_cli_usage(PS_CMD_CHECK_POLICY, stdout);
+		return PS_EXIT_OK;
+	}
+	ret = load_policy(&o, &p);
+	if (ret)
+		return ret;
+	if (ps_policy_modules(&p, &modules, err, sizeof(err)) < 0 ||
+	    ps_filter_build(&p, &f, err, sizeof(err)) < 0) {
+		ps_err("%s", err);
+		ret = PS_EXIT_USAGE;
+		goto out;
+	}
+	json = ps_policy_to_json(&p, o.pretty);
+	ret = emit(json);
+out:
+	ps_filter_free(f);
+	ps_strlist_free(&modules);
+	ps_policy_free(&p);
+	return ret;
+}

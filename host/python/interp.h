@@ -1,0 +1,54 @@
+/* The embedded interpreter: initialised once in the parent (the "zygote" state),
+ * then used by each forked worker to run one snippet. Only interp.c and audit.c include Python.h. */
+#ifndef PS_INTERP_H
+#define PS_INTERP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "policy/policy.h"
+
+struct ps_interp_opts {
+	const struct ps_policy *policy;
+	const struct ps_strlist *modules;	/* resolved import allowlist */
+	bool python_layer;	/* false: --disable-layer python (no hook, no allowlist, ctypes importable) */
+	bool preimport;		/* import every allowed module now (serve/session zygotes) */
+};
+
+/* Parent, once: isolated PyConfig, audit hook, sys.path, dangerous modules removed, pyshim loaded.
+ * 0, or -1 with the reason in err. */
+int ps_interp_init(const struct ps_interp_opts *o, char *err, size_t errlen);
+
+/* Without initialising anything: find the linked interpreter's stdlib, so that the parent
+ * can prepare Landlock before a worker initialises the interpreter itself (one-shot exec).
+ * ps_interp_stdlib_dir/dynload_dir are valid after it. 0, or -1 with the reason. */
+int ps_interp_locate(char *err, size_t errlen);
+
+/* Child, right after fork, before any other Python call. */
+int ps_interp_after_fork(char *err, size_t errlen);	/* 0, or -1 with err */
+
+/* Child: the per-run writable directory the audit hook grants (also the snippet's cwd). */
+void ps_interp_set_scratch(const char *dir);
+
+/* Child: the run's secret; the report is written after it (see result.c). */
+void ps_interp_set_report_token(const char *token);
+
+/* Child: the start of a run that does not depend on its snippet (the environment cleared,
+ * pysnip's channels protected, a fresh __main__ with its scratch for TMPDIR and HOME). A worker
+ * forked ahead of demand does it before its request comes, in the background; otherwise
+ * ps_interp_run does. */
+void ps_interp_begin(int report_fd);
+
+/* Zygote, when every worker's scratch has the same path (its own tmpfs mounted there): the
+ * Python half of ps_interp_begin, made once before the forks; workers inherit it. */
+void ps_interp_begin_shared(const char *scratch);
+
+/* Child, last phase: run code as __main__ under "<snippet>". Writes one JSON report
+ * (see pyshim/) to report_fd. Returns the exit code for _exit: 0 finished, 1 uncaught exception. */
+int ps_interp_run(const char *code, size_t len, int report_fd);	/* code[len] == '\0' */
+
+/* The interpreter's stdlib and lib-dynload directories (for Landlock's read-only rules). */
+const char *ps_interp_stdlib_dir(void);
+const char *ps_interp_dynload_dir(void);
+
+#endif

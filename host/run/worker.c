@@ -1,0 +1,344 @@
+/* The worker: a forked child that applies the sandbox phase by phase, then runs the snippet.
+ * The checklist is the phase table below; each phase says why it sits where it does. */
+#include "worker_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox/cgroup.h"
+#include "python/interp.h"
+#include "util/util.h"
+
+
+static bool layer_on(const struct ps_child *c, enum ps_layer l)
+{
+	return !(c->w->layers_off & (1u << l));
+}
+
+/* A layer's phase failed: fatal when required, noted when best-effort. */
+static int layer_failed(struct ps_child *c, enum ps_layer l)
+{
+	if (c->w->policy->layers[l] == PS_LAYER_BEST_EFFORT) {
+		c->held.layers_degraded |= 1u << l;
+		return 0;
+	}
+	return -1;
+}
+
+/* Die with the parent, lead our own process group (so the supervisor can kill it whole),
+ * and start from default signal dispositions: first, before anything can block. */
+static int phase_lifecycle(struct ps_child *c)
+{
+	sigset_t all;
+
+	/* Forked ahead of demand: the phases are background work until a request claims us. */
+	if (c->await_request) {
+		prctl(PR_SET_NAME, "pysnip-worker");
+		if (c->w->ahead_nice > 0)
+			(void)setpriority(PRIO_PROCESS, 0, c->w->ahead_nice);
+	}
+	if (c->w->init_in_child) {
+		char err[sizeof(c->e.msg)];
+
+		if (ps_interp_init(c->w->init_in_child, err, sizeof(err)) < 0) {
+			ps_child_err_set(&c->e, EINVAL, "%s", err);
+			return -1;
+		}
+	} else {
+		char err[sizeof(c->e.msg)];
+
+		if (ps_interp_after_fork(err, sizeof(err)) < 0) {
+			ps_child_err_set(&c->e, EINVAL, "%s", err);
+			return -1;
+		}
+	}
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+		ps_child_err_set(&c->e, errno, "prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
+		return -1;
+	}
+	if (getppid() != c->parent && c->parent != 0 && getppid() != 0) {
+		ps_child_err_set(&c->e, ESRCH, "parent %d exited before the worker started", c->parent);
+		return -1;
+	}
+	if (setsid() < 0) {
+		ps_child_err_set(&c->e, errno, "setsid(): %s", strerror(errno));
+		return -1;
+	}
+	/* Python's own start-up ignores SIGPIPE and SIGXFSZ so that they surface as
+	 * BrokenPipeError and EFBIG; keep that, default the rest. */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, sig == SIGPIPE || sig == SIGXFSZ ? SIG_IGN : SIG_DFL);
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	return 0;
+}
+
+/* Pipes onto the fixed descriptors: the snippet's stdio is 0-2, our channels 3-4.
+ * Early, so that every later phase can report on the status channel. */
+static int phase_stdio(struct ps_child *c)
+{
+	int want[] = { c->in, c->out, c->err, c->status, c->report };
+
+	if (c->filter_rx >= 0 && (c->filter_rx = fcntl(c->filter_rx, F_DUPFD_CLOEXEC, 16)) < 0) {
+		ps_child_err_set(&c->e, errno, "fcntl(filter pipe, F_DUPFD): %s", strerror(errno));
+		return -1;
+	}
+	/* Move every source above the target range first so dup2 can't clobber one. */
+	for (size_t i = 0; i < PS_ARRAY_LEN(want); i++) {
+		int fd = fcntl(want[i], F_DUPFD_CLOEXEC, 16);
+
+		if (fd < 0) {
+			ps_child_err_set(&c->e, errno, "fcntl(%d, F_DUPFD): %s", want[i], strerror(errno));
+			return -1;
+		}
+		want[i] = fd;
+	}
+	for (int i = 0; i < (int)PS_ARRAY_LEN(want); i++) {
+		if (dup2(want[i], i) < 0) {
+			ps_child_err_set(&c->e, errno, "dup2(%d, %d): %s", want[i], i, strerror(errno));
+			return -1;
+		}
+	}
+	c->status = CHILD_STATUS_FD;
+	return 0;
+}
+
+/* The scratch directory becomes a size-capped tmpfs and the cwd. Needs mount privileges,
+ * so it comes before the identity drop. A zygote's shared scratch path (ps_worker.
+ * shared_scratch) is only a mountpoint: there the tmpfs is never optional. */
+static int phase_scratch(struct ps_child *c)
+{
+	bool shared = c->w->shared_scratch[0] != '\0';
+
+	if (layer_on(c, PS_LAYER_NAMESPACES)) {
+		uid_t uid = c->id.drop_uid ? c->id.uid : getuid();
+		gid_t gid = c->id.drop_uid ? c->id.gid : getgid();
+
+		/* ps_ns_fork falls back to a plain fork where the host refuses a mount namespace. */
+		c->held.namespaces |= ps_ns_fork_flags();
+		if (!(ps_ns_fork_flags() & CLONE_NEWNS)) {
+			ps_child_err_set(&c->e, EPERM, "clone(CLONE_NEWNS): refused by the host");
+			if (layer_failed(c, PS_LAYER_NAMESPACES) < 0)
+				return -1;
+		}
+		if (ps_worker_mounts_scratch(c->w) &&
+		    ps_ns_mount_scratch(c->scratch, c->limits->scratch_bytes, uid, gid, &c->held,
+					&c->e) < 0 &&
+		    (shared || layer_failed(c, PS_LAYER_NAMESPACES) < 0))
+			return -1;
+	}
+	if (chdir(c->scratch) < 0) {
+		ps_child_err_set(&c->e, errno, "chdir(%s): %s", c->scratch, strerror(errno));
+		return -1;
+	}
+	if (!shared)	/* the zygote set its shared path (ps_interp_begin_shared) */
+		ps_interp_set_scratch(c->scratch);
+	return 0;
+}
+
+/* rlimits only ever lower, so they need no privilege; before the identity drop so a
+ * private uid's RLIMIT_NPROC is in place when that uid comes to exist. */
+static int phase_limits(struct ps_child *c)
+{
+	return ps_limits_apply(c->limits, c->id.drop_uid, PS_LIMITS_BEFORE_FDS, &c->e);
+}
+
+/* Credentials before the filter, so the filter needn't allow setresuid. */
+static int phase_identity(struct ps_child *c)
+{
+	if (!layer_on(c, PS_LAYER_IDENTITY)) {
+		c->held.uid = (int32_t)getuid();
+		c->held.gid = (int32_t)getgid();
+		return 0;
+	}
+	if (ps_identity_apply(&c->id, &c->held, &c->e) < 0)
+		return layer_failed(c, PS_LAYER_IDENTITY);
+	return 0;
+}
+
+/* no_new_privs: required by unprivileged Landlock and seccomp, and stops setuid gains. */
+static int phase_nnp(struct ps_child *c)
+{
+	return ps_nnp_apply(&c->held, &c->e);
+}
+
+static int phase_landlock(struct ps_child *c)
+{
+	if (!c->w->landlock)
+		return 0;
+	/* "." is the scratch tmpfs: phase_scratch entered it while still privileged, so the
+	 * worker's uid needn't be able to walk the path from / to it. */
+	if (ps_landlock_apply(c->w->landlock, ".", &c->held, &c->e) < 0)
+		return layer_failed(c, PS_LAYER_LANDLOCK);
+	return 0;
+}
+
+/* Close everything the parent had open but our five. After Landlock, whose prepared path
+ * descriptors it needs; before seccomp, whose filter would otherwise have to allow it. Then
+ * RLIMIT_NOFILE, which phase_limits left for now (limits.c). */
+static int phase_fds(struct ps_child *c)
+{
+	if (syscall(SYS_close_range, CHILD_FIRST_FREE_FD, ~0U, 0) < 0) {
+		ps_child_err_set(&c->e, errno, "close_range(%d, ~0): %s", CHILD_FIRST_FREE_FD,
+				 strerror(errno));
+		return -1;
+	}
+	return ps_limits_apply(c->limits, c->id.drop_uid, PS_LIMITS_AFTER_FDS, &c->e);
+}
+
+/* A one-shot run's filter, built by the parent while we started the interpreter. Before
+ * phase_fds, which closes its pipe. */
+static int phase_filter(struct ps_child *c)
+{
+	c->filter = c->w->filter;
+	if (c->filter_rx < 0)
+		return 0;
+	if (ps_filter_receive(c->filter_rx, &c->filter, &c->e) < 0)
+		return -1;
+	close(c->filter_rx);
+	c->filter_rx = -1;
+	return 0;
+}
+
+/* Last before untrusted code: from here on only the allowlist's syscalls exist. */
+static int phase_seccomp(struct ps_child *c)
+{
+	if (!c->filter)
+		return 0;
+	if (ps_filter_load(c->filter, CHILD_STATUS_FD, &c->held, &c->e) < 0)
+		return layer_failed(c, PS_LAYER_SECCOMP);
+	return 0;
+}
+
+/* Forked ahead of demand: wait here, every other phase held, for the request; then lower the
+ * rlimits to its limits. Soft and hard both (ps_limits_apply), so that the snippet cannot
+ * raise them back; prlimit64 on ourselves is all the filter lets through for it. The code
+ * is read with malloc: the zygote we were forked from is single-threaded. */
+static int phase_request(struct ps_child *c)
+{
+	struct ps_wreq q;
+	char *code;
+	int ret;
+
+	if (!c->await_request)
+		return 0;
+	ps_interp_begin(CHILD_REPORT_FD);
+	ret = ps_read_exact(0, &q, sizeof(q));
+	if (ret == 0 && q.magic != PS_WREQ_MAGIC)
+		ret = -EPROTO;
+	if (ret < 0) {
+		ps_child_err_set(&c->e, -ret, "read(0, request): %s", ps_errstr(-ret));
+		return -1;
+	}
+	code = malloc(q.code_len + 1);
+	if (!code) {
+		ps_child_err_set(&c->e, ENOMEM, "malloc(%llu): %s", (unsigned long long)q.code_len,
+				 ps_errstr(ENOMEM));
+		return -1;
+	}
+	ret = ps_read_exact(0, code, q.code_len);
+	if (ret < 0) {
+		ps_child_err_set(&c->e, -ret, "read(0, code): %s", ps_errstr(-ret));
+		return -1;
+	}
+	code[q.code_len] = '\0';
+	c->code = code;
+	c->code_len = q.code_len;
+	return ps_limits_apply(&q.limits, c->id.drop_uid, PS_LIMITS_ALL, &c->e);
+}
+
+static const struct phase {
+	const char *name;
+	int (*run)(struct ps_child *c);
+} phases[] = {
+	{ "lifecycle", phase_lifecycle },
+	{ "stdio", phase_stdio },
+	{ "scratch", phase_scratch },
+	{ "limits", phase_limits },
+	{ "identity", phase_identity },
+	{ "nnp", phase_nnp },
+	{ "landlock", phase_landlock },
+	{ "filter", phase_filter },
+	{ "fds", phase_fds },
+	{ "seccomp", phase_seccomp },
+	{ "request", phase_request },
+};
+
+static void child_report(struct ps_child *c, uint32_t kind, int phase)
+{
+	struct ps_status_rec rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.kind = kind;
+	rec.phase = phase;
+	rec.err = c->e.err;
+	rec.held = c->held;
+	memcpy(rec.msg, c->e.msg, sizeof(rec.msg));
+	(void)ps_write_all(c->status, &rec, sizeof(rec));
+}
+
+/* A zygote's worker says how it ends before it does, once its report is written: the exit
+ * code and its usage, behind the run's token, with its output and channels closed. The front
+ * can answer then instead of waiting for the kernel to tear the worker's address space down
+ * (about a millisecond). The kernel's word (wait4) still decides every other ending. */
+static void child_report_exit(struct ps_child *c, int rc)
+{
+	struct ps_status_rec rec;
+	struct rusage ru;
+
+	close(STDOUT_FILENO);
+	close(STDERR_FILENO);
+	close(CHILD_REPORT_FD);
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return;
+	memset(&rec, 0, sizeof(rec));
+	rec.kind = PS_REC_EXIT;
+	rec.err = rc;
+	rec.utime_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+	rec.stime_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+	rec.maxrss_kb = ru.ru_maxrss;
+	snprintf(rec.msg, sizeof(rec.msg), "%s", c->token);
+	(void)ps_write_all(c->status, &rec, sizeof(rec));
+	close(c->status);
+}
+
+void ps_worker_child_main(struct ps_child *c)
+{
+	c->held.layers_off = c->w->layers_off;
+	c->held.layers_degraded = c->w->layers_degraded;
+	c->held.namespaces = c->w->ns_static;
+	for (size_t i = 0; i < PS_ARRAY_LEN(phases); i++) {
+		if (phases[i].run(c) < 0) {
+			child_report(c, PS_REC_PHASE_FAIL, (int)i);
+			_exit(125);
+		}
+	}
+	ps_interp_set_report_token(c->token);
+	child_report(c, PS_REC_HELD, -1);
+	int rc = ps_interp_run(c->code, c->code_len, CHILD_REPORT_FD);
+
+	if (c->await_request)
+		child_report_exit(c, rc);
+	_exit(rc);
+}
+
+const char *ps_worker_phase_name(int i)
+{
+	if (i < 0 || (size_t)i >= PS_ARRAY_LEN(phases))
+		return "?";
+	return phases[i].name;
+}
+

@@ -1,0 +1,202 @@
+/* `pysnip serve` requests: a POST body to a job, or the field and reason it is wrong.
+ * The only file of the server that includes cJSON.h. */
+#include "server.h"
+
+#include <cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util/util.h"
+
+struct served {
+	const struct ps_policy *policies;
+	size_t n;
+};
+
+static int bad(struct ps_bad *b, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int bad(struct ps_bad *b, const char *field, const char *fmt, ...)
+{
+	va_list ap;
+
+	snprintf(b->field, sizeof(b->field), "%s", field);
+	va_start(ap, fmt);
+	vsnprintf(b->reason, sizeof(b->reason), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static int parse_policy(const struct served *s, const cJSON *v, struct ps_job *j, struct ps_bad *b)
+{
+	char served[256] = "";
+
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsString(v))
+		return bad(b, "policy", "policy: must be a string");
+	for (size_t i = 0; i < s->n; i++) {
+		if (!strcmp(s->policies[i].name, v->valuestring)) {
+			j->policy = i;
+			return 0;
+		}
+		snprintf(served + strlen(served), sizeof(served) - strlen(served), "%s%s",
+			 i ? ", " : "", s->policies[i].name);
+	}
+	return bad(b, "policy", "policy: '%.64s' is not served here (served: %s)",
+		   v->valuestring, served);
+}
+
+/* Each limit may only tighten the policy's (ps_policy_override with tighten_only). */
+static int parse_limits(const struct served *s, const cJSON *v, struct ps_job *j, struct ps_bad *b)
+{
+	struct ps_policy tmp = s->policies[j->policy];	/* only .limits is written */
+	const cJSON *it;
+	char field[64], num[64], err[512];
+
+	j->limits = tmp.limits;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsObject(v))
+		return bad(b, "limits", "limits: must be an object like {\"wall\": \"2s\"}");
+	cJSON_ArrayForEach(it, v) {
+		const char *val = num;
+
+		snprintf(field, sizeof(field), "limits.%.50s", it->string);
+		if (cJSON_IsString(it))
+			val = it->valuestring;
+		else if (cJSON_IsNumber(it) && it->valuedouble >= 0 && it->valuedouble < 1e15)
+			snprintf(num, sizeof(num), "%.17g", it->valuedouble);
+		else
+			return bad(b, field, "%s: must be a string like \"2s\" or \"64M\", or a "
+				   "non-negative number (seconds or bytes)", field);
+		if (ps_policy_override(&tmp, field, val, true, err, sizeof(err)) < 0)
+			return bad(b, field, "%s", err);
+	}
+	j->limits = tmp.limits;
+	return 0;
+}
+
+static int parse_stdin(const cJSON *v, struct ps_job *j, struct ps_bad *b)
+{
+	static const char *const empty[1] = { NULL };
+
+	if (!j->batch) {
+		j->n = 1;
+		if (!v || cJSON_IsNull(v)) {
+			j->stdins = (const char **)empty;
+			return 0;
+		}
+		if (!cJSON_IsString(v))
+			return bad(b, "stdin", "stdin: must be a string or null");
+		j->stdins = malloc(sizeof(*j->stdins));
+		if (!j->stdins)
+			return bad(b, "stdin", "out of memory");
+		j->stdins_owned = true;
+		j->stdins[0] = v->valuestring;
+		return 0;
+	}
+	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1)
+		return bad(b, "stdin", "stdin: a batch needs a non-empty list of strings");
+	j->n = (size_t)cJSON_GetArraySize(v);
+	if (j->n > PS_SERVE_BATCH_MAX)
+		return bad(b, "stdin", "stdin: at most %d inputs in one batch", PS_SERVE_BATCH_MAX);
+	j->stdins = calloc(j->n, sizeof(*j->stdins));
+	if (!j->stdins)
+		return bad(b, "stdin", "out of memory");
+	j->stdins_owned = true;
+	for (size_t i = 0; i < j->n; i++) {
+		const cJSON *e = cJSON_GetArrayItem(v, (int)i);
+		char f[32];
+
+		if (!cJSON_IsString(e)) {
+			snprintf(f, sizeof(f), "stdin[%zu]", i);
+			return bad(b, f, "%s: must be a string", f);
+		}
+		j->stdins[i] = e->valuestring;
+	}
+	return 0;
+}
+
+static const char *const known_keys[] = { "code", "stdin", "policy", "limits" };
+
+static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j, struct ps_bad *b)
+{
+	const cJSON *it, *code;
+
+	if (!cJSON_IsObject(root))
+		return bad(b, "", "body: must be a JSON object");
+	cJSON_ArrayForEach(it, root) {
+		bool known = false;
+
+		for (size_t i = 0; i < PS_ARRAY_LEN(known_keys); i++)
+			known |= !strcmp(it->string, known_keys[i]);
+		if (!known)
+			return bad(b, it->string, "%.50s: unknown field (known: code, stdin, policy, "
+				   "limits)", it->string);
+	}
+	code = cJSON_GetObjectItemCaseSensitive(root, "code");
+	if (!cJSON_IsString(code))
+		return bad(b, "code", "code: required, a string of Python source");
+	j->code = code->valuestring;
+	j->code_len = strlen(code->valuestring);
+	if (parse_policy(s, cJSON_GetObjectItemCaseSensitive(root, "policy"), j, b) < 0 ||
+	    parse_limits(s, cJSON_GetObjectItemCaseSensitive(root, "limits"), j, b) < 0)
+		return -1;
+	return parse_stdin(cJSON_GetObjectItemCaseSensitive(root, "stdin"), j, b);
+}
+
+/* What cJSON would let through but we must not: bytes that are not UTF-8 (JSON is UTF-8), and
+ * a \u0000 escape (a C string would silently end there, changing the code). */
+static const char *body_problem(const char *b, size_t len)
+{
+	for (size_t i = 0; i < len;) {
+		unsigned char c = (unsigned char)b[i];
+		size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
+			 : (c & 0xf8) == 0xf0 ? 4 : 0;
+
+		if (!n || i + n > len || (n == 2 && c < 0xc2))
+			return "body: not valid UTF-8";
+		for (size_t k = 1; k < n; k++)
+			if (((unsigned char)b[i + k] & 0xc0) != 0x80)
+				return "body: not valid UTF-8";
+		if (c == '\\' && i + 6 <= len && !strncasecmp(b + i + 1, "u0000", 5)) {
+			size_t bs = 0;
+
+			while (bs <= i && b[i - bs] == '\\')
+				bs++;
+			if (bs % 2)
+				return "body: \\u0000 (NUL) in a string is not supported";
+		}
+		i += n;
+	}
+	return NULL;
+}
+
+int ps_job_parse(const char *body, size_t len, bool batch, const struct ps_policy *policies,
+		 size_t n, struct ps_job *j, struct ps_bad *b)
+{
+	const struct served s = { policies, n };
+	const char *problem;
+	cJSON *root;
+
+	memset(j, 0, sizeof(*j));
+	j->batch = batch;
+	if (len && (problem = body_problem(body, len)))
+		return bad(b, "", "%s", problem);
+	root = cJSON_ParseWithLength(body ? body : "", len);
+	if (!root)
+		return bad(b, "", "body: not valid JSON");
+	j->root = root;
+	return parse_job(&s, root, j, b);
+}
+
+void ps_job_free(struct ps_job *j)
+{
+	if (j->stdins_owned)
+		free(j->stdins);
+	cJSON_Delete(j->root);
+	memset(j, 0, sizeof(*j));
+}

@@ -1,0 +1,321 @@
+/* The zygote process (`pysnip zygote`, an internal command started by `pysnip serve`): it
+ * initialises the interpreter once, keeps workers forked ahead of demand and reaps them. It
+ * runs from the `pysnip` binary, not `pysnip-serve`: without the HTTP and TLS libraries the
+ * front needs, it maps about half as many areas, and every fork and every worker's exit walks
+ * all of them. See zygote.h for the protocol. */
+#include "zygote.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "python/interp.h"
+#include "run/result.h"
+#include "util/util.h"
+#include "run/worker.h"
+
+struct zw {
+	struct ps_worker_proc proc;
+	struct ps_outcome o;	/* only cgroup_used and the token: the run is the front's */
+	int life;		/* write end: the struct ps_reaped goes here */
+	unsigned slot;
+	uint64_t serial;
+	bool claimed;		/* a request has it: running, or about to */
+};
+
+struct zyg {
+	struct ps_policy p;
+	struct ps_worker w;
+	struct zw *ws;		/* live workers: idle in the front's pool or running */
+	size_t n, cap;
+	unsigned spare;		/* spares to keep unclaimed */
+	unsigned unclaimed;	/* spares forked and not claimed yet (alive or not) */
+	uint64_t serial;
+};
+
+/* The lowest free slot, preferring one whose uid (a policy's uid range) no live worker has,
+ * so that concurrent runs get distinct uids where the range allows. */
+static unsigned pick_slot(const struct zyg *z)
+{
+	unsigned mod = z->p.uid_count > 1 ? (unsigned)z->p.uid_count : ~0u;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned s = 0;; s++) {
+			bool used = false;
+
+			for (size_t i = 0; i < z->n && !used; i++)
+				used = pass == 0 ? z->ws[i].slot % mod == s % mod : z->ws[i].slot == s;
+			if (!used)
+				return s;
+			if (pass == 0 && s + 1 >= mod)
+				break;
+		}
+	}
+	return 0;
+}
+
+static int announce(const struct zw *w, uint64_t tag, int life_r)
+{
+	struct ps_zworker m = { .magic = PS_ZWORKER_MAGIC, .slot = w->slot, .serial = w->serial,
+				.tag = tag, .pid = w->proc.pid };
+	int fds[PS_ZWORKER_FDS] = { w->proc.f.in, w->proc.f.out, w->proc.f.err, w->proc.f.status,
+				    w->proc.f.report, w->proc.f.pidfd, life_r };
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	union {
+		char buf[CMSG_SPACE(sizeof(fds))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+	snprintf(m.token, sizeof(m.token), "%s", w->o.report_token);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	return sendmsg(PS_ZYGOTE_CTL_FD, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* Fork one worker with limits l and hand it to the front. */
+static int fork_worker(struct zyg *z, const struct ps_limits *l, uint64_t tag)
+{
+	struct zw w = { .slot = pick_slot(z), .serial = ++z->serial, .life = -1, .claimed = tag != 0 };
+	int life[2] = { -1, -1 }, ret;
+
+	if (z->n == z->cap) {
+		size_t cap = z->cap ? 2 * z->cap : 16;
+		struct zw *nw = realloc(z->ws, cap * sizeof(*nw));
+
+		if (!nw)
+			return -ENOMEM;
+		z->ws = nw;
+		z->cap = cap;
+	}
+	/* A spare is background work: even its fork runs at the spares' priority, so that it
+	 * yields to the runs in flight (root only: we need the priority back). */
+	if (z->w.ahead_nice && !tag)
+		(void)setpriority(PRIO_PROCESS, 0, z->w.ahead_nice);
+	ret = ps_worker_spawn(&z->w, l, NULL, w.slot, &w.proc, &w.o);
+	if (z->w.ahead_nice && !tag)
+		(void)setpriority(PRIO_PROCESS, 0, 0);
+	if (ret < 0) {
+		ps_err("zygote %s: %s", z->p.name, w.o.host_error);
+		return ret;
+	}
+	/* After the fork: the worker must not hold the write end (its EOF means we died). */
+	if (w.proc.f.pidfd < 0 || pipe2(life, O_CLOEXEC) < 0 || (ret = announce(&w, tag, life[0])) < 0) {
+		ps_err("zygote %s: handing a worker to the front: %s", z->p.name,
+		       strerror(ret < 0 ? -ret : errno));
+		kill(w.proc.pid, SIGKILL);
+		while (waitpid(w.proc.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		if (life[0] >= 0) {
+			close(life[0]);
+			close(life[1]);
+		}
+		ps_worker_cleanup(&w.proc, &w.o);
+		return -EIO;
+	}
+	close(life[0]);
+	/* The front holds the channels now; we keep the pidfd (to reap) and life. */
+	close(w.proc.f.in);
+	close(w.proc.f.out);
+	close(w.proc.f.err);
+	close(w.proc.f.status);
+	close(w.proc.f.report);
+	w.proc.f.in = w.proc.f.out = w.proc.f.err = w.proc.f.status = w.proc.f.report = -1;
+	w.life = life[1];
+	z->ws[z->n++] = w;
+	return 0;
+}
+
+/* A worker exited: reap it, tell the front what wait4 said, remove its scratch and cgroup. */
+static void reap(struct zyg *z, size_t i)
+{
+	struct zw *w = &z->ws[i];
+	struct ps_reaped m = { .magic = PS_REAPED_MAGIC };
+
+	while (wait4(w->proc.pid, &m.wait_status, 0, &m.ru) < 0 && errno == EINTR)
+		;
+	kill(-w->proc.pid, SIGKILL);	/* no survivor in its group */
+	ps_worker_cleanup(&w->proc, &w->o);
+	m.cgroup_used = w->o.cgroup_used;
+	m.cgroup_memory_peak = w->o.cgroup_memory_peak;
+	m.cgroup_oom_kills = w->o.cgroup_oom_kills;
+	(void)ps_write_all(w->life, &m, sizeof(m));
+	close(w->life);
+	z->ws[i] = z->ws[--z->n];
+}
+
+/* The front is gone: end every worker and the PID namespace's init, and reap them, so that
+ * none is left for the host's init to reap (not every init does). */
+static __attribute__((noreturn)) void zygote_exit(struct zyg *z, int status)
+{
+	for (size_t i = 0; i < z->n; i++)
+		kill(-z->ws[i].proc.pid, SIGKILL);
+	while (z->n)
+		reap(z, z->n - 1);
+	ps_worker_release(&z->w);
+	_exit(status);
+}
+
+/* One command from the front. false: the front is gone. */
+static bool command(struct zyg *z)
+{
+	struct ps_zcmd c;
+	ssize_t n = recv(PS_ZYGOTE_CTL_FD, &c, sizeof(c), MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return true;
+	if (n <= 0)
+		return false;
+	if (n != (ssize_t)sizeof(c) || c.magic != PS_ZCMD_MAGIC)
+		return true;
+	if (c.kind == PS_ZCMD_CLAIM) {
+		for (size_t i = 0; i < z->n; i++) {
+			if (z->ws[i].serial != c.serial)
+				continue;
+			z->ws[i].claimed = true;
+			/* Not yet reaped, so the pid is still this worker's. */
+			if (z->w.ahead_nice)
+				(void)setpriority(PRIO_PROCESS, (id_t)z->ws[i].proc.pid, 0);
+		}
+		if (z->unclaimed)
+			z->unclaimed--;
+	} else if (c.kind == PS_ZCMD_FORK)
+		(void)fork_worker(z, &c.limits, c.tag);
+	return true;
+}
+
+static bool running(const struct zyg *z)
+{
+	for (size_t i = 0; i < z->n; i++)
+		if (z->ws[i].claimed)
+			return true;
+	return false;
+}
+
+/* Single-threaded loop: keep the spares forked, run the front's commands, reap. It never
+ * sees request data. */
+static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
+{
+	struct pollfd *p = NULL;
+	size_t cap = 0;
+	unsigned failures = 0;
+
+	for (;;) {
+		/* A fork (the page tables of the whole zygote) and a new worker's phases compete
+		 * for the CPU with the runs: replace spares while nothing runs, or at once when
+		 * none is left. */
+		while (z->unclaimed < z->spare && (z->unclaimed == 0 || !running(z))) {
+			if (fork_worker(z, &z->p.limits, 0) < 0) {
+				if (++failures > 100)
+					_exit(PS_EXIT_INTERNAL);	/* the front restarts us */
+				usleep(10000);
+				break;
+			}
+			failures = 0;
+			z->unclaimed++;
+		}
+		if (cap < z->n + 1) {
+			cap = z->n + 16;
+			p = realloc(p, cap * sizeof(*p));
+			if (!p)
+				_exit(PS_EXIT_INTERNAL);
+		}
+		p[0] = (struct pollfd){ .fd = PS_ZYGOTE_CTL_FD, .events = POLLIN };
+		for (size_t i = 0; i < z->n; i++)
+			p[i + 1] = (struct pollfd){ .fd = z->ws[i].proc.f.pidfd, .events = POLLIN };
+		if (poll(p, z->n + 1, failures ? 10 : -1) < 0 && errno != EINTR)
+			_exit(PS_EXIT_INTERNAL);
+		for (size_t i = z->n; i-- > 0;)
+			if (p[i + 1].revents)
+				reap(z, i);
+		if (p[0].revents && !command(z))
+			zygote_exit(z, 0);
+	}
+}
+
+/* Load, initialise and prepare: everything the runs share. 0, or -1 with err. */
+static int zygote_setup(struct zyg *z, const char *policy, uint32_t layers_off, char *err,
+			size_t errlen)
+{
+	struct ps_strlist modules = { 0 };
+	struct ps_interp_opts io = { 0 };
+	int ret = -1;
+
+	if (ps_policy_load(policy, &z->p, err, errlen) < 0)
+		return -1;
+	if (ps_policy_modules(&z->p, &modules, err, errlen) < 0)
+		return -1;
+	io.policy = &z->p;
+	io.modules = &modules;
+	io.python_layer = !(layers_off & (1u << PS_LAYER_PYTHON)) &&
+			  z->p.layers[PS_LAYER_PYTHON] != PS_LAYER_OFF;
+	io.preimport = true;
+	if (ps_interp_init(&io, err, errlen) == 0 &&
+	    ps_worker_prepare(&z->w, &z->p, layers_off, err, errlen) == 0 &&
+	    ps_worker_share_scratch(&z->w, err, errlen) == 0) {
+		if (z->w.shared_scratch[0])
+			ps_interp_begin_shared(z->w.shared_scratch);
+		if (!(z->w.layers_off & (1u << PS_LAYER_IDENTITY)))
+			ps_identity_drop_bounding();
+		ret = 0;
+	}
+	ps_strlist_free(&modules);
+	return ret;
+}
+
+static const char *arg_value(int argc, char **argv, const char *name)
+{
+	for (int i = 0; i + 1 < argc; i++)
+		if (!strcmp(argv[i], name))
+			return argv[i + 1];
+	return NULL;
+}
+
+int ps_cmd_zygote(int argc, char **argv)
+{
+	const char *policy = arg_value(argc, argv, "--policy");
+	const char *lo = arg_value(argc, argv, "--layers-off");
+	const char *parent = arg_value(argc, argv, "--parent");
+	const char *spare = arg_value(argc, argv, "--spare");
+	struct zyg z = { 0 };
+	char err[1024];
+
+	if (!policy || !lo || !parent || !spare || fcntl(PS_ZYGOTE_CTL_FD, F_GETFD) < 0) {
+		ps_err("zygote: internal command, started by `pysnip serve` only");
+		return PS_EXIT_USAGE;
+	}
+	/* Die with the front; nothing of ours may outlive it. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != (pid_t)atoi(parent))
+		return PS_EXIT_INTERNAL;
+	syscall(SYS_close_range, PS_ZYGOTE_CTL_FD + 1, ~0U, 0);
+	z.spare = (unsigned)atoi(spare);
+	if (z.spare < 1)
+		z.spare = 1;
+	if (zygote_setup(&z, policy, (uint32_t)strtoul(lo, NULL, 10), err, sizeof(err)) < 0) {
+		(void)send(PS_ZYGOTE_CTL_FD, err, strlen(err), MSG_NOSIGNAL);
+		return PS_EXIT_INTERNAL;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	/* Only root can give a worker its priority back (CAP_SYS_NICE in the first user ns). */
+	if (geteuid() == 0 && !(z.w.ns_static & CLONE_NEWUSER))
+		z.w.ahead_nice = 19;
+	if (send(PS_ZYGOTE_CTL_FD, "ok", 2, MSG_NOSIGNAL) < 0)
+		return PS_EXIT_INTERNAL;
+	zygote_loop(&z);
+}

@@ -1,0 +1,114 @@
+/* Zygotes for `pysnip serve`: one process per served policy that holds the initialised
+ * interpreter and the prepared worker, started by fork+exec of our own binary (the front is
+ * threaded; it never forks without exec and never initialises Python).
+ *
+ * Protocol. The zygote keeps `spare` workers forked ahead of demand, each with every phase
+ * that does not depend on the request applied, blocked reading its fd 0 (worker.c,
+ * phase_request). For each it sends the front, over a SOCK_SEQPACKET control socket, a
+ * struct ps_zworker and (SCM_RIGHTS) the parent's ends of the worker's channels: fd 0's write
+ * end, stdout, stderr, status, report, the worker's pidfd, and a "life" pipe on which the
+ * zygote writes a struct ps_reaped once it reaped the worker. The front keeps them in an idle
+ * pool. A request takes the oldest, tells the zygote (PS_ZCMD_CLAIM: it forks a
+ * replacement), writes a struct ps_wreq, the code and the stdin to the worker's fd 0 and
+ * supervises the run in its own thread (ps_supervise: caps, wall clock, kill through the
+ * pidfd), then renders the verdict. So a request costs no fork on its path and request data
+ * never enters the zygote: nothing of one request can be in the memory of a worker forked
+ * later. A request whose limits change what the phases applied (the scratch size; any limit
+ * when runs get a cgroup) asks for a worker forked for it (PS_ZCMD_FORK, with a tag).
+ * A zygote that dies takes its workers with it (PDEATHSIG): runs in flight get
+ * internal_error; requests that hold no worker yet wait for the restarted zygote. */
+#ifndef PS_ZYGOTE_H
+#define PS_ZYGOTE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "policy/policy.h"
+#include "run/worker.h"
+
+#define PS_ZWORKER_MAGIC 0x77727a70u	/* "pzrw" */
+#define PS_ZCMD_MAGIC 0x63727a70u	/* "pzrc" */
+
+/* zygote -> front, with PS_ZWORKER_FDS descriptors: in, out, err, status, report, pidfd, life */
+enum { PS_ZWORKER_FDS = 7 };
+
+/* The zygote's end of its control socket (a SOCK_SEQPACKET pair made by the front). */
+enum { PS_ZYGOTE_CTL_FD = 3 };
+struct ps_zworker {
+	uint32_t magic;
+	uint32_t slot;
+	uint64_t serial;
+	uint64_t tag;		/* 0: a spare for the pool; else forked for the PS_ZCMD_FORK with it */
+	int32_t pid;		/* in the front's PID namespace (the zygote's) */
+	char token[40];		/* the run's report token */
+};
+
+enum ps_zcmd_kind { PS_ZCMD_CLAIM = 1, PS_ZCMD_FORK = 2 };
+
+/* front -> zygote */
+struct ps_zcmd {
+	uint32_t magic;
+	uint32_t kind;
+	uint64_t serial;	/* CLAIM: the spare taken */
+	uint64_t tag;		/* FORK: names the worker in the answer */
+	struct ps_limits limits;	/* FORK: what its phases apply */
+};
+
+struct ps_zidle {
+	struct ps_zworker w;
+	int fd[PS_ZWORKER_FDS];
+};
+
+/* The front's handle on one zygote. */
+struct ps_zygote {
+	char policy[256];	/* NAME or PATH as given to `serve --policy` */
+	char name[64];		/* the policy's name, for messages and the scratch base */
+	char tmp_root[200];	/* the server's scratch root */
+	char tmp_dir[300];	/* this generation's scratch base (the zygote's TMPDIR) */
+	unsigned generation;
+	uint32_t layers_off;
+	unsigned spare;		/* workers the zygote keeps forked ahead of demand */
+	pthread_mutex_t mu;	/* guards everything below */
+	pthread_cond_t cv;	/* the pool changed */
+	pid_t pid;		/* -1 when not running */
+	int ctl;		/* front's end of the control socket, -1 when not running */
+	bool reader_on;
+	pthread_t reader;	/* receives workers into the pool; owns ctl */
+	struct ps_zidle *idle;
+	size_t n_idle, cap_idle;
+	uint64_t next_tag;
+	unsigned restarts;
+};
+
+void ps_zygote_init(struct ps_zygote *z, const char *policy, const char *name,
+		    const char *tmp_root, uint32_t layers_off, unsigned spare);
+/* Spawn the zygote and wait until it reports ready (or its error). 0, or -1 with err. */
+int ps_zygote_start(struct ps_zygote *z, char *err, size_t errlen);
+/* Kill the zygote (its workers die with it), reap it, remove its scratch base. */
+void ps_zygote_stop(struct ps_zygote *z);
+/* Kill without reaping (whoever waits for children reaps it, then calls ps_zygote_reaped). */
+void ps_zygote_kill(struct ps_zygote *z);
+/* The zygote was reaped: forget it and remove its scratch base (its workers die with it). */
+void ps_zygote_reaped(struct ps_zygote *z);
+void ps_zygote_cleanup(struct ps_zygote *z);
+
+struct ps_zanswer {
+	char *json;		/* malloc'd verdict, or NULL with error set */
+	size_t len;
+	int status;		/* enum ps_status, -1 unknown */
+	char error[512];
+};
+
+/* Run r on a worker of this zygote (p: its policy) and render the verdict: 0 with a->json
+ * (an internal_error verdict when the zygote died mid-run), or -1 with a->error when no
+ * worker could be had. Thread-safe. */
+int ps_zygote_call(struct ps_zygote *z, const struct ps_policy *p, const struct ps_run *r,
+		   struct ps_zanswer *a);
+
+/* `pysnip zygote`: the internal command pysnip-serve starts for each served policy. */
+int ps_cmd_zygote(int argc, char **argv);
+
+#endif
