@@ -1,6 +1,7 @@
 """stdlib-allow/*.txt: every name is a real stdlib module of the linked interpreter, and every
 module of the default list imports AND works under the default policy (all layers on), so the
 audit hook and the kernel layers never break an allowed module."""
+import glob
 import os
 import subprocess
 
@@ -252,9 +253,12 @@ print(" ".join(sorted(set(sys.modules) - base - {top})))
 
 
 def denied_modules():
-    """host/audit.c's denylist: the probe must not follow imports the sandbox refuses."""
-    with open(os.path.join(ROOT, "host", "audit.c")) as f:
-        src = f.read()
+    """The Python layer's denylist (denied_modules[] in host/python/): the probe must not
+    follow imports the sandbox refuses."""
+    src = ""
+    for name in sorted(glob.glob(os.path.join(ROOT, "host", "python", "*.c"))):
+        with open(name) as f:
+            src += f.read()
     block = src.split("denied_modules[] = {", 1)[1].split("};", 1)[0]
     return sorted(s.strip().strip('"') for s in block.replace("\n", " ").split(",") if s.strip())
 
