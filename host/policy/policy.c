@@ -21,21 +21,6 @@
 
 #define POLICY_MAX_BYTES (1024 * 1024)
 
-int ps_pfail(const struct ps_pctx *c, const char *field, const char *fmt, ...)
-{
-	char reason[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
-	va_end(ap);
-	if (field)
-		snprintf(c->err, c->errlen, "policy %s: field %s: %s", c->file, field, reason);
-	else
-		snprintf(c->err, c->errlen, "policy %s: %s", c->file, reason);
-	return -1;
-}
-
 /* ---- reading a file ---- */
 
 /* Well-formed UTF-8 (Unicode Table 3-7): by lead byte, how many continuation bytes follow

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,21 @@ static const struct {
 	E(ETIMEDOUT),
 };
 #undef E
+
+int ps_pfail(const struct ps_pctx *c, const char *field, const char *fmt, ...)
+{
+	char reason[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	if (field)
+		snprintf(c->err, c->errlen, "policy %s: field %s: %s", c->file, field, reason);
+	else
+		snprintf(c->err, c->errlen, "policy %s: %s", c->file, reason);
+	return -1;
+}
 
 static int name_index(const char *const *names, size_t n, const char *s)
 {

@@ -1,4 +1,6 @@
-/* Shared by host/policy*.c only: the error context and the schema entry points. */
+/* Shared by the host/policy files only: the error context and the schema entry points. One way:
+ * policy.c (files, extends, defaults, printing) calls policy_fields.c (the schema, which
+ * defines these) and policy_lists.c; neither calls back into policy.c. */
 #ifndef PS_POLICY_IMPL_H
 #define PS_POLICY_IMPL_H
 

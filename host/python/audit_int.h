@@ -1,5 +1,7 @@
-/* Internal to the Python layer's C files (audit.c, audit_paths.c): the hook's state and the
- * helpers they share. Nothing else includes it. */
+/* Internal to the Python layer's audit files: the hook's state and the helpers they share.
+ * One way only: audit.c (the hook and its event table) calls the event families
+ * (audit_paths.c files, audit_import.c imports, audit_code.c code creation), which call
+ * audit_core.c (state, path sets, frames, denials). Nothing outside host/python includes it. */
 #ifndef PS_AUDIT_INT_H
 #define PS_AUDIT_INT_H
 
@@ -51,12 +53,28 @@ struct ps_audit_state {
 
 extern struct ps_audit_state aud;
 
-/* audit.c */
+/* audit_core.c */
+int audit_cmp_str(const void *a, const void *b);	/* qsort/bsearch over char * */
 bool audit_under(const char *path, const char *prefix);
 bool audit_in_set(const struct path_set *s, const char *path);
+int audit_set_add(struct path_set *s, const char *path);
+bool audit_trusted_filename(const char *fn);
+/* Who asks: the innermost frame (outside the import machinery when skip_importlib) is
+ * trusted code, or no Python frame at all (the host's own C calls). */
+bool audit_origin_trusted(bool skip_importlib);
+bool audit_caller_is_importlib(void);
 void audit_record(const char *layer, const char *event, const char *detail);
 void audit_remember_raised(void);
 int audit_deny(const char *event, const char *detail);
+
+/* audit_import.c: the import events */
+int ev_import(const char *ev, PyObject *args);
+int ev_exec(const char *ev, PyObject *args);
+
+/* audit_code.c: code creation and introspection */
+int ev_marshal(const char *ev, PyObject *args);
+int ev_compile(const char *ev, PyObject *args);
+int ev_untrusted_caller(const char *ev, PyObject *args);
 
 /* audit_paths.c: path arguments and the file events */
 enum path_kind { PATH_NONE, PATH_STR, PATH_FD, PATH_BAD };
