@@ -45,6 +45,8 @@ static const struct opt opts[] = {
 	  "a Docker/OCI seccomp profile in place of the policy's syscall groups" },
 	{ "--strict", OPT_FLAG, CHECK, F(strict), 0, NULL,
 	  "a profile's unknown syscall names are an error, not a warning" },
+	{ "--audit-log", OPT_STRING, EXEC | SERVE, F(audit_log), 0, "FILE",
+	  "append one JSON line per run (serve: and per refused request; - for stdout)" },
 	{ "--pretty", OPT_FLAG, EXEC | CHECK, F(pretty), 0, NULL, "indent the JSON" },
 	{ "--help", OPT_FLAG, EXEC | CHECK | SERVE, F(help), 0, NULL, "this help" },
 };

@@ -22,6 +22,7 @@ struct ps_opts {
 	long workers, queue;		/* serve --workers/--queue */
 	const char *seccomp_profile;	/* --seccomp-profile FILE (exec, check-policy) */
 	bool strict;			/* check-policy --strict: warnings are errors */
+	const char *audit_log;		/* --audit-log FILE (exec, serve; "-" stdout in serve) */
 };
 
 enum ps_cmd_kind { PS_CMD_EXEC, PS_CMD_CHECK_POLICY, PS_CMD_SERVE };

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "policy/policy.h"
+#include "run/auditlog.h"
 #include "zygote/zygote.h"
 
 enum { PS_SERVE_BODY_MAX = 16 << 20, PS_SERVE_BATCH_MAX = 256 };
@@ -21,6 +22,8 @@ struct ps_server_config {
 	struct ps_policy *policies;	/* served policies; the first is the default */
 	struct ps_zygote *zygotes;	/* one per policy, same order */
 	size_t n;
+	struct ps_auditlog *audit;	/* --audit-log, or NULL */
+	const char *token_id;		/* the token's one-way id for the log, or NULL */
 };
 
 struct ps_server;
