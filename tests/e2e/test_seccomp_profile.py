@@ -249,6 +249,9 @@ BAD = [
      "syscalls[1].args[0].index"),
     ("value_huge", rule(args=[{"index": 0, "value": 2 ** 64, "op": "SCMP_CMP_EQ"}]),
      "syscalls[1].args[0].value"),
+    ("value_1e300", rule(args=[{"index": 0, "value": 1e300, "op": "SCMP_CMP_EQ"}]),
+     "syscalls[1].args[0].value: 1.0000000000000001e+300 is not a whole number from 0 to "
+     "2^53"),   # found by fuzz_seccomp_profile (UB before the fix)
     ("errno_on_allow", rule(errnoRet=1), "syscalls[1].errnoRet: only SCMP_ACT_ERRNO takes"),
     ("default_errno_on_kill", allow_all(defaultAction="SCMP_ACT_KILL", defaultErrnoRet=1),
      "defaultErrnoRet: only SCMP_ACT_ERRNO takes an errno"),
@@ -266,6 +269,8 @@ BAD = [
     ("top_key", allow_all(defaultActoin="SCMP_ACT_ERRNO"), "defaultActoin: unknown key"),
     ("no_names", allow_all(syscalls=[{"action": "SCMP_ACT_ALLOW"}]),
      "syscalls[0]: no syscall"),
+    ("empty_names", allow_all(syscalls=[{"names": [], "action": "SCMP_ACT_ALLOW"}]),
+     "syscalls[0].names: empty"),   # found by fuzz_seccomp_profile
     ("flag", allow_all(flags=["SECCOMP_FILTER_FLAG_FAST"]), "flags[0]: unknown flag"),
     ("default_allow", allow_all(defaultAction="SCMP_ACT_ALLOW"),
      "defaultAction: 'SCMP_ACT_ALLOW' lets every syscall not named through"),
