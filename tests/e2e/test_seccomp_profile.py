@@ -328,3 +328,22 @@ def test_profile_type_errors(tmp_path):
     pol.write_text(json.dumps({"seccomp": {"profile": 3}}))
     rc, out, err = check(str(pol))
     assert rc == 1 and "field seccomp.profile: expected a profile file name or null" in err
+
+
+def test_serve_runs_profile_policies():
+    """A zygote builds the profile's filter once; its workers hold it like exec's."""
+    from servekit import Server
+    s = Server("--policy", ",".join(os.path.join(PROFILE_POLICIES, n)
+                                    for n in ("docker.json", "no-write.json")),
+               "--workers", "1")
+    try:
+        status, _, v = s.exec("print('served')", policy="docker")
+        assert status == 200 and v["status"] == "ok" and v["stdout"] == "served\n", v
+        status, _, v = s.exec("import os\nos.sched_getscheduler(0)\n", policy="docker")
+        # Docker allows sched_getscheduler: the profile, not the default groups, decides.
+        assert status == 200 and v["status"] == "ok", v
+        status, _, v = s.exec("print('x')", policy="no-write")
+        assert status == 200 and v["status"] == "denied", v
+        assert v["denials"][0]["event"] == "write"
+    finally:
+        s.stop()
