@@ -1,7 +1,8 @@
 /* `pysnip learn [--policy BASE] FILE|-`: what does this snippet need beyond BASE?
  *
  * Rounds (learn_round.c) run the snippet with every layer on, the seccomp filter reporting
- * instead of killing; each round's policy is BASE plus what the rounds before learned, until
+ * instead of killing (user notification, or SCMP_ACT_LOG and the kernel's audit records where
+ * notification is refused or with --via log); each round's policy is BASE plus what the rounds before learned, until
  * a round learns nothing new. Learned: the syscalls that went on (named groups where every
  * syscall of a group was used, single syscalls otherwise; "threads" for a clone of a thread),
  * and what the Python layer refused: modules, paths (read first; write when read was not
@@ -422,13 +423,17 @@ int ps_cmd_learn(int argc, char **argv)
 		ps_err("%s", err);
 		return PS_EXIT_USAGE;
 	}
-	if (!ps_notify_available()) {
-		/* No SCMP_ACT_LOG fallback (it would mean reading the kernel's audit records):
-		 * said plainly instead. */
-		ps_err("learn: this kernel or libseccomp cannot notify (SECCOMP_RET_USER_NOTIF, "
-		       "libseccomp API level 5); learn needs it");
+	if (o.learn_via && strcmp(o.learn_via, "notify") && strcmp(o.learn_via, "log")) {
+		ps_err("--via: '%s' is not notify or log", o.learn_via);
 		ps_policy_free(&base);
-		return PS_EXIT_INTERNAL;
+		return PS_EXIT_USAGE;
+	}
+	in.via = o.learn_via && !strcmp(o.learn_via, "log") ? PS_LEARN_LOG : PS_LEARN_NOTIFY;
+	/* No user notification here (kernel or libseccomp too old): SCMP_ACT_LOG instead. */
+	if (in.via == PS_LEARN_NOTIFY && !ps_notify_available()) {
+		fprintf(stderr, "pysnip learn: no seccomp user notification here; learning from "
+			"the kernel's audit records (SCMP_ACT_LOG)\n");
+		in.via = PS_LEARN_LOG;
 	}
 	ret = !strcmp(o.file, "-") ? ps_read_fd(0, &code, &in.code_len, 256 << 20)
 				   : ps_read_file(o.file, &code, &in.code_len);

@@ -14,6 +14,7 @@ struct ps_learn_input {
 	const char *stdin_data;
 	size_t stdin_len;
 	uint32_t layers_off;
+	int via;		/* enum ps_learn_via: PS_LEARN_NOTIFY, or PS_LEARN_LOG */
 };
 
 /* Run the snippet once under the policy file, learning. *out: {"verdict": {...}, "syscalls":

@@ -6,10 +6,12 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 #include "python/interp.h"
 #include "run/result.h"
 #include "run/worker.h"
+#include "sandbox/syscall_groups.h"
 #include "util/util.h"
 
 enum { ROUND_OUT_MAX = 64 << 20 };
@@ -41,8 +44,81 @@ static cJSON *seen_json(const struct ps_notify_report *rep)
 	return a;
 }
 
+/* ---- learn via SCMP_ACT_LOG: the kernel's audit records of the worker ----
+ *
+ * With no audit daemon the kernel prints each one to its log ("audit: type=1326 ... pid=N
+ * ... syscall=NR ... code=0x7ffc0000"); /dev/kmsg gives them one a read. Opened (at its end)
+ * before the run, read to the end after it, keeping the worker's own. */
+
+enum { AUDIT_SECCOMP = 1326 };
+
+static int kmsg_open(char *err, size_t errlen)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0 || lseek(fd, 0, SEEK_END) < 0) {
+		snprintf(err, errlen, "learn via log: /dev/kmsg: %s (the kernel's audit records "
+			 "are read there: root, or kernel.dmesg_restrict=0)", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* "key=NUMBER" in a record, base 0 (decimal or 0x...). */
+static bool field(const char *rec, const char *key, unsigned long *out)
+{
+	const char *at = strstr(rec, key);
+	char *end;
+
+	if (!at || (at != rec && at[-1] != ' '))
+		return false;
+	*out = strtoul(at + strlen(key), &end, 0);
+	return end != at + strlen(key);
+}
+
+static cJSON *kmsg_seen(int fd, pid_t pid)
+{
+	uint32_t count[PS_NOTIFY_MAX_NR] = { 0 };
+	uint8_t refused[PS_NOTIFY_MAX_NR] = { 0 };
+	struct ps_notify_report rep;
+	char rec[8192];
+	ssize_t n;
+
+	while ((n = read(fd, rec, sizeof(rec) - 1)) != 0) {
+		unsigned long type, rpid, nr, code;
+
+		if (n < 0 && errno == EPIPE)
+			continue;	/* records overwritten before we read them */
+		if (n < 0)
+			break;		/* EAGAIN: the end */
+		rec[n] = '\0';
+		if (!strstr(rec, "audit: type=") || !field(rec, "type=", &type) ||
+		    type != AUDIT_SECCOMP || !field(rec, "pid=", &rpid) || rpid != (unsigned long)pid ||
+		    !field(rec, "syscall=", &nr) || !field(rec, "code=", &code) ||
+		    nr >= PS_NOTIFY_MAX_NR)
+			continue;
+		/* clone3 fails by pysnip's own rule (ENOSYS, so that libc falls back to clone);
+		 * the record's code has the action only, not the errno */
+		if ((code & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO && nr == __NR_clone3)
+			continue;
+		count[nr]++;
+		if ((code & SECCOMP_RET_ACTION_FULL) != SECCOMP_RET_LOG) {
+			const char *name = ps_syscall_name((int)nr);
+
+			refused[nr] = ps_syscall_never_allowed(name) ? PS_NOTIFY_NEVER : PS_NOTIFY_ARGS;
+		}
+	}
+	memset(&rep, 0, sizeof(rep));
+	memcpy(rep.count, count, sizeof(count));
+	memcpy(rep.refused, refused, sizeof(refused));
+	return seen_json(&rep);
+}
+
 /* The runner, in a process of its own: load, run with the learning filter, print the
- * verdict. Returns the verdict's JSON text (malloc'd), or NULL with err. */
+ * verdict (and in log mode what the kernel logged). Returns JSON text (malloc'd), or NULL
+ * with err. */
 static char *runner(const char *policy, const struct ps_learn_input *in, struct ps_notify *n,
 		    char *err, size_t errlen)
 {
@@ -52,12 +128,15 @@ static char *runner(const char *policy, const struct ps_learn_input *in, struct 
 	struct ps_run r = { 0 };
 	struct ps_worker w;
 	struct ps_outcome out;
-	char *verdict = NULL;
-	int ret;
+	char *verdict = NULL, *text = NULL;
+	int ret, kmsg = -1;
+	cJSON *root;
 
 	if (ps_policy_load(policy, &p, err, errlen) < 0)
 		return NULL;
-	p.seccomp_learn = true;
+	p.seccomp_learn = (uint8_t)in->via;
+	if (in->via == PS_LEARN_LOG && (kmsg = kmsg_open(err, errlen)) < 0)
+		goto out;
 	if (ps_policy_modules(&p, &modules, err, errlen) < 0 || ps_interp_locate(err, errlen) < 0)
 		goto out;
 	io.policy = &p;
@@ -77,14 +156,25 @@ static char *runner(const char *policy, const struct ps_learn_input *in, struct 
 	if (ret < 0 && !out.host_error[0])
 		snprintf(out.host_error, sizeof(out.host_error), "worker: %s", strerror(-ret));
 	verdict = ps_verdict_render(&p, &r, &out, false);
-	if (!verdict)
+	root = verdict ? cJSON_CreateObject() : NULL;
+	if (root) {
+		cJSON_AddItemToObject(root, "verdict", cJSON_Parse(verdict));
+		if (kmsg >= 0)
+			cJSON_AddItemToObject(root, "logged", kmsg_seen(kmsg, out.pid));
+		text = cJSON_PrintUnformatted(root);
+		cJSON_Delete(root);
+	}
+	free(verdict);
+	if (!text)
 		snprintf(err, errlen, "learn: rendering the verdict: out of memory");
 	ps_outcome_free(&out);
 	ps_worker_release(&w);
 out:
+	if (kmsg >= 0)
+		close(kmsg);
 	ps_strlist_free(&modules);
 	ps_policy_free(&p);
-	return verdict;
+	return text;
 }
 
 __attribute__((noreturn)) static void runner_main(const char *policy,
@@ -146,23 +236,40 @@ static int supervise(struct ps_notify *n, int pipe_fd, char **buf, size_t *len)
 	return 0;
 }
 
-static cJSON *round_json(char *verdict, const struct ps_notify_report *rep, bool learning)
+/* Log mode cannot see clone's flags: a thread is a logged clone that went on (the filter's
+ * rule refuses a process with EPERM, which is logged as refused). */
+static bool logged_thread(const cJSON *logged)
 {
-	cJSON *root = cJSON_CreateObject();
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, logged) {
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "name"));
+		const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "refused"));
+
+		if (name && why && !strcmp(name, "clone") && !*why)
+			return true;
+	}
+	return false;
+}
+
+/* The runner's {"verdict", "logged"?} with what the supervisor saw (or what was logged). */
+static cJSON *round_json(char *text, const struct ps_notify_report *rep, bool notify)
+{
+	cJSON *root = cJSON_Parse(text), *logged;
 
 	if (!root)
 		return NULL;
-	cJSON_AddItemToObject(root, "verdict", cJSON_Parse(verdict));
-	cJSON_AddItemToObject(root, "syscalls", seen_json(rep));
-	cJSON_AddBoolToObject(root, "threads", rep->threads);
-	cJSON_AddBoolToObject(root, "listener", rep->got_listener || !learning);
+	logged = cJSON_DetachItemFromObjectCaseSensitive(root, "logged");
+	cJSON_AddItemToObject(root, "syscalls", logged ? logged : seen_json(rep));
+	cJSON_AddBoolToObject(root, "threads", rep->threads || logged_thread(logged));
+	cJSON_AddBoolToObject(root, "listener", rep->got_listener || !notify);
 	return root;
 }
 
 int ps_learn_round(const char *policy, const struct ps_learn_input *in, struct cJSON **out,
 		   char *err, size_t errlen)
 {
-	bool learning = !(in->layers_off & (1u << PS_LAYER_SECCOMP));
+	bool learning = !(in->layers_off & (1u << PS_LAYER_SECCOMP)) && in->via == PS_LEARN_NOTIFY;
 	struct ps_notify *n = NULL;
 	int fds[2], status, rc;
 	char *buf = NULL;

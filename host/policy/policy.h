@@ -48,6 +48,13 @@ enum ps_layer {
 
 struct ps_seccomp_profile;
 
+/* pysnip learn: how the filter reports what it does not allow. */
+enum ps_learn_via {
+	PS_LEARN_OFF,
+	PS_LEARN_NOTIFY,	/* SECCOMP_RET_USER_NOTIF, answered by a supervisor */
+	PS_LEARN_LOG,		/* SECCOMP_RET_LOG: allowed, and the kernel's audit records say */
+};
+
 struct ps_policy {
 	char *name;		/* "default", or the file's stem */
 	char *path;		/* the file it was loaded from */
@@ -75,7 +82,7 @@ struct ps_policy {
 	char *seccomp_profile_path;
 	struct ps_seccomp_profile *seccomp_profile;
 	int8_t groups_level, allow_level, profile_level;	/* which file set them (ps_pctx) */
-	bool seccomp_learn;		/* pysnip learn: notify instead of deny (never from a file) */
+	uint8_t seccomp_learn;		/* pysnip learn (never from a file): enum ps_learn_via */
 
 	uint32_t uid, gid;		/* identity when started as root */
 	uint32_t uid_count;		/* >1: a range uid..uid+count-1, one per worker */

@@ -84,6 +84,7 @@ struct ps_outcome {
 	char host_error[512];		/* the host's own failure, if any */
 	char report_token[40];		/* the run's secret: a report counts only behind it */
 	bool self_exit;			/* ended by the worker's own exit record (serve) */
+	pid_t pid;			/* the worker's, as its parent saw it (learn's log mode) */
 	bool cgroup_used;		/* the run had its own cgroup: the two below are real */
 	uint64_t cgroup_memory_peak;	/* bytes */
 	uint64_t cgroup_oom_kills;

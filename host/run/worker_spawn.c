@@ -353,6 +353,7 @@ int ps_worker_run(const struct ps_worker *w, const struct ps_run *r, struct ps_o
 		return ret;
 	p.f.feed = r->stdin_data;
 	p.f.feed_len = r->stdin_len;
+	o->pid = p.pid;
 	ps_supervise(p.pid, &p.f, r, p.fork_us, o);
 	/* ps_supervise closed the channels; the pidfd is ours. */
 	p.f.in = p.f.out = p.f.err = p.f.status = p.f.report = -1;

@@ -191,7 +191,7 @@ bool ps_filter_is_arg_checked(const char *name)
 
 bool ps_filter_learns(const struct ps_filter *f)
 {
-	return f && f->learn;
+	return f && f->learn == PS_LEARN_NOTIFY;
 }
 
 static int add_extra(scmp_filter_ctx ctx, const struct ps_policy *p, char *err, size_t errlen)
@@ -529,6 +529,36 @@ static int add_learn_rules(scmp_filter_ctx ctx, const struct ps_policy *p, char 
 	return add_rule(ctx, SCMP_ACT_ALLOW, "sendmsg", 1, c, err, errlen);
 }
 
+/* Learn via SCMP_ACT_LOG: every native syscall the rules above do not name is allowed and
+ * logged, except what pysnip never allows and the argument-checked ones, whose calls outside
+ * the check fall to the default (EPERM): a call that notify mode would refuse fails here too.
+ * Whether libseccomp already has a rule for a syscall cannot be asked: adding LOG to one it
+ * has fails with EEXIST, which is what "already listed" means here. */
+static int add_log_rules(scmp_filter_ctx ctx, const struct ps_policy *p, char *err,
+			 size_t errlen)
+{
+	struct scmp_arg_cmp c[1] = {
+		SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_NS_FLAGS, CLONE_THREAD)
+	};
+
+	/* A thread's clone is logged and goes on (threads can be learned); a process's fails. */
+	if (!p->threads && add_rule(ctx, SCMP_ACT_LOG, "clone", 1, c, err, errlen) < 0)
+		return -1;
+	for (int nr = 0; nr < 1024; nr++) {
+		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+		int rc = 0;
+
+		if (name && !ps_syscall_never_allowed(name) && !is_arg_checked(name))
+			rc = seccomp_rule_add_exact(ctx, SCMP_ACT_LOG, nr, 0);
+		free(name);
+		if (rc < 0 && rc != -EEXIST && rc != -EACCES) {
+			snprintf(err, errlen, "seccomp_rule_add(LOG, %d): %s", nr, strerror(-rc));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int ps_filter_build(const struct ps_policy *p, struct ps_filter **out, char *err, size_t errlen)
 {
 	return ps_filter_build_report(p, out, NULL, err, errlen);
@@ -557,11 +587,16 @@ int ps_filter_build_report(const struct ps_policy *p, struct ps_filter **out,
 								       : SCMP_ACT_TRAP;
 		def = prof_action(&b, prof->default_action, prof->default_errno);
 	}
-	/* pysnip learn: what the policy does not allow goes to the supervisor (notify.c). */
-	if (p->seccomp_learn) {
+	/* pysnip learn: what the policy does not allow goes to the supervisor (notify.c), or
+	 * with SCMP_ACT_LOG the default fails and every other syscall is logged (add_log_rules) */
+	if (p->seccomp_learn == PS_LEARN_NOTIFY)
 		def = SCMP_ACT_NOTIFY;
-		f->learn = 1;
-	}
+	else if (p->seccomp_learn == PS_LEARN_LOG)
+		def = SCMP_ACT_ERRNO(EPERM);
+	/* the refused calls too: without the flag the kernel logs an errno action never */
+	if (p->seccomp_learn == PS_LEARN_LOG)
+		f->load_flags |= SECCOMP_FILTER_FLAG_LOG;
+	f->learn = p->seccomp_learn;
 	ctx = seccomp_init(def);
 	if (!ctx) {
 		snprintf(err, errlen, "seccomp_init(): failed");
@@ -578,7 +613,8 @@ int ps_filter_build_report(const struct ps_policy *p, struct ps_filter **out,
 		goto out;
 	}
 	if (build_rules(ctx, p, f, rep, def, err, errlen) < 0 ||
-	    (f->learn && add_learn_rules(ctx, p, err, errlen) < 0) ||
+	    (f->learn == PS_LEARN_NOTIFY && add_learn_rules(ctx, p, err, errlen) < 0) ||
+	    (f->learn == PS_LEARN_LOG && add_log_rules(ctx, p, err, errlen) < 0) ||
 	    export_bpf(ctx, f, err, errlen) < 0)
 		goto out;
 	*out = f;
@@ -784,7 +820,8 @@ int ps_filter_load(const struct ps_filter *f, int status_fd, struct ps_held *hel
 	/* Our own copy of the program (copy-on-write from the parent, or received): its prefix
 	 * gets our pid (write_prefix). */
 	f->insns[SELF_INSN].k = (uint32_t)getpid();
-	if (load(f->insns, f->len, f->load_flags | (f->learn ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0),
+	if (load(f->insns, f->len,
+		 f->load_flags | (f->learn == PS_LEARN_NOTIFY ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0),
 		 e) < 0)
 		return -1;
 	held->seccomp = (uint8_t)(1 + f->action);

@@ -17,6 +17,28 @@ from conftest import PYSNIP, ROOT, run_exec
 PYTHON_OFF = ["--disable-layer", "python"]
 
 
+def log_mode_unavailable():
+    """Why `--via log` cannot run here, or None: it reads the kernel's audit records."""
+    try:
+        with open("/dev/kmsg", "rb"):
+            pass
+    except OSError as e:
+        return "learn --via log reads /dev/kmsg: %s (root, or kernel.dmesg_restrict=0)" % e
+    with open("/proc/sys/kernel/seccomp/actions_logged") as f:
+        logged = f.read().split()
+    if "log" not in logged or "errno" not in logged:
+        return "kernel.seccomp.actions_logged lacks log or errno: %s" % logged
+    return None
+
+
+# Both ways of learning: user notification (the default), and SCMP_ACT_LOG with the kernel's
+# audit records (the fallback where notification is refused; forced here with --via log).
+VIA = [pytest.param([], id="notify"),
+       pytest.param(["--via", "log"], id="log",
+                    marks=pytest.mark.skipif(bool(log_mode_unavailable()),
+                                             reason=str(log_mode_unavailable())))]
+
+
 def learn(code, *args, timeout=120):
     p = subprocess.run([PYSNIP, "learn"] + list(args) + ["-"], input=code.encode(),
                        capture_output=True, timeout=timeout)
@@ -41,12 +63,13 @@ NATIVE_UNUSUAL = (
     "print('prio', libc.syscall(140, 0, 0), flush=True)                   # getpriority\n")
 
 
-def test_native_code_unusual_syscalls_are_learned(tmp_path):
+@pytest.mark.parametrize("via", VIA)
+def test_native_code_unusual_syscalls_are_learned(tmp_path, via):
     # Negative control: under BASE the filter kills on the first of them.
     verdict, rc, err = run_exec(NATIVE_UNUSUAL, *PYTHON_OFF)
     assert rc == 0, err
     assert verdict["status"] == "denied" and verdict["denials"][0]["event"] == "getcpu"
-    policy, err = learn(NATIVE_UNUSUAL, *PYTHON_OFF)
+    policy, err = learn(NATIVE_UNUSUAL, *PYTHON_OFF, *via)
     assert policy["extends"] == "default"
     assert sorted(policy["seccomp"]["allow"]) == ["getcpu", "getpriority"]
     assert set(policy) == {"extends", "description", "seccomp"}   # nothing else widened
@@ -72,8 +95,9 @@ SOCKET_NATIVE = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
                  "print('socket', fd, ctypes.get_errno(), flush=True)\n")
 
 
-def test_socket_is_warned_about_never_added(tmp_path):
-    policy, err = learn(SOCKET_NATIVE, *PYTHON_OFF)
+@pytest.mark.parametrize("via", VIA)
+def test_socket_is_warned_about_never_added(tmp_path, via):
+    policy, err = learn(SOCKET_NATIVE, *PYTHON_OFF, *via)
     assert "socket" not in json.dumps(policy.get("seccomp", {}))
     assert "warning: syscall socket: pysnip never allows it" in err
     # It did not run while learning: it failed with EPERM (1), no descriptor was made.
@@ -113,10 +137,11 @@ PY_NEEDS = ("print(open('/etc/hostname').read().strip() != '')\n"
             "t.start()\nt.join()\n")
 
 
-def test_python_layer_refusals_are_learned(tmp_path):
+@pytest.mark.parametrize("via", VIA)
+def test_python_layer_refusals_are_learned(tmp_path, via):
     verdict, rc, err = run_exec(PY_NEEDS)
     assert verdict["status"] == "denied" and verdict["denials"][0]["layer"] == "audit"
-    policy, err = learn(PY_NEEDS)
+    policy, err = learn(PY_NEEDS, *via)
     assert sorted(policy["filesystem"]["read"]) == ["/etc", "/etc/hostname"]
     assert policy["modules"]["allow"] == ["threading"]
     assert policy["seccomp"]["threads"] is True and policy["limits"]["processes"] >= 2
@@ -145,6 +170,9 @@ def test_nothing_needed_learns_nothing():
 
 
 def test_bad_input():
+    p = subprocess.run([PYSNIP, "learn", "--via", "strace", "-"], input=b"print(1)",
+                       capture_output=True, timeout=60)
+    assert p.returncode == 1 and b"--via: 'strace' is not notify or log" in p.stderr
     p = subprocess.run([PYSNIP, "learn", "--policy", "nonesuch", "-"], input=b"print(1)",
                        capture_output=True, timeout=60)
     assert p.returncode == 1 and b"nonesuch" in p.stderr
