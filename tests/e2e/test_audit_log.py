@@ -189,3 +189,33 @@ def test_concurrent_lines_never_interleave(tmp_path):
     assert all(len(l["denials"]) == 40 and l["status"] == "ok" for l in lines)
     assert min(len(json.dumps(l)) for l in lines) > 4096
     assert all(l["token_id"] is None for l in lines)
+
+
+def test_serve_log_to_stdout():
+    """--audit-log - : the lines go to serve's standard output (a pipe here)."""
+    import http.client
+    import re
+    import subprocess
+    from conftest import PYSNIP
+    p = subprocess.Popen([PYSNIP, "serve", "--policy", "default", "--listen", "127.0.0.1:0",
+                          "--workers", "1", "--audit-log", "-"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        port = None
+        for _ in range(200):
+            l = p.stderr.readline().decode()
+            m = re.search(r"listening on http://[\d.]+:(\d+)", l)
+            port = int(m.group(1)) if m else port
+            if "ready" in l or not l:
+                break
+        assert port, "serve did not start"
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        c.request("POST", "/v1/exec", body=json.dumps({"code": "print(1)"}),
+                  headers={"X-Request-Id": "stdout-1"})
+        verdict = json.loads(c.getresponse().read())
+        line = json.loads(p.stdout.readline())
+        assert line["request_id"] == "stdout-1" and line["kind"] == "run"
+        same_as_verdict(line, verdict)
+    finally:
+        p.terminate()
+        p.wait(timeout=60)
