@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -179,11 +181,15 @@ out:
 
 __attribute__((noreturn)) static void runner_main(const char *policy,
 						   const struct ps_learn_input *in,
-						   struct ps_notify *n, bool learning, int out)
+						   struct ps_notify *n, bool learning, pid_t parent,
+						   int out)
 {
 	char err[512] = "";
 	char *text;
 
+	/* learn's end is the round's end: the runner goes, and with it its worker (PDEATHSIG) */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(1);
 	ps_notify_runner_side(n);
 	text = runner(policy, in, learning ? n : NULL, err, sizeof(err));
 	if (!text) {
@@ -274,7 +280,7 @@ int ps_learn_round(const char *policy, const struct ps_learn_input *in, struct c
 	int fds[2], status, rc;
 	char *buf = NULL;
 	size_t len = 0;
-	pid_t pid;
+	pid_t pid, me;
 
 	*out = NULL;
 	if ((rc = ps_notify_new(&n)) < 0 || pipe2(fds, O_CLOEXEC) < 0) {
@@ -284,10 +290,11 @@ int ps_learn_round(const char *policy, const struct ps_learn_input *in, struct c
 		return -1;
 	}
 	fflush(NULL);
+	me = getpid();
 	pid = fork();
 	if (pid == 0) {
 		close(fds[0]);
-		runner_main(policy, in, n, learning, fds[1]);
+		runner_main(policy, in, n, learning, me, fds[1]);
 	}
 	close(fds[1]);
 	rc = pid < 0 ? -errno : 0;
