@@ -230,3 +230,40 @@ def test_numpy_learned_against_scientific(tmp_path):
     assert rc == 0, e
     assert verdict["status"] == "ok" and verdict["denials"] == [], verdict
     assert verdict["stdout"] == "66 1.0\n"
+
+
+def children(pid):
+    out = []
+    try:
+        for t in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, t)) as f:
+                out += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def test_killed_learn_leaves_no_process():
+    import signal
+    import time
+    # notebook: a 30 s wall clock, so only the kill can end the run within the test
+    p = subprocess.Popen([PYSNIP, "learn", "--policy", "notebook", "-"], stdin=subprocess.PIPE,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p.stdin.write(b"while True: pass\n")
+    p.stdin.close()
+    tree, deadline = [], time.time() + 10
+    while time.time() < deadline and len(tree) < 2:   # the runner and its worker at least
+        tree, todo = [], children(p.pid)
+        while todo:
+            c = todo.pop()
+            tree.append(c)
+            todo += children(c)
+        time.sleep(0.02)
+    assert len(tree) >= 2, tree
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    deadline = time.time() + 5
+    while time.time() < deadline and any(os.path.exists("/proc/%d" % c) for c in tree):
+        time.sleep(0.05)
+    left = [c for c in tree if os.path.exists("/proc/%d" % c)]
+    assert not left, left
