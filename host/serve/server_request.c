@@ -149,7 +149,8 @@ static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j
 }
 
 /* What cJSON would let through but we must not: bytes that are not UTF-8 (JSON is UTF-8), and
- * a \u0000 escape (a C string would silently end there, changing the code). */
+ * a NUL, raw or as a \u0000 escape (a C string would silently end there, changing the code;
+ * cJSON copies a raw NUL into a string, and skips one between tokens as if it were a space). */
 static const char *body_problem(const char *b, size_t len)
 {
 	for (size_t i = 0; i < len;) {
@@ -157,6 +158,8 @@ static const char *body_problem(const char *b, size_t len)
 		size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
 			 : (c & 0xf8) == 0xf0 ? 4 : 0;
 
+		if (!c)
+			return "body: a NUL byte (not valid in JSON)";
 		if (!n || i + n > len || (n == 2 && c < 0xc2))
 			return "body: not valid UTF-8";
 		for (size_t k = 1; k < n; k++)
