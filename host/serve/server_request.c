@@ -178,6 +178,32 @@ static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j
 	return parse_stdin(cJSON_GetObjectItemCaseSensitive(root, "stdin"), j, b);
 }
 
+/* Length of the well-formed UTF-8 sequence at s (at most avail bytes), or 0: Unicode Table 3-7,
+ * whose range for the second byte is what rules out overlongs (E0 80, F0 80), surrogates
+ * (ED A0) and anything past U+10FFFF (F4 90, F5..). */
+static size_t utf8_len(const unsigned char *s, size_t avail)
+{
+	unsigned c = s[0], lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+	else
+		return 0;
+	if (n > avail || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t k = 2; k < n; k++)
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
 /* What cJSON would let through but we must not: bytes that are not UTF-8 (JSON is UTF-8), and
  * a NUL, raw or as a \u0000 escape (a C string would silently end there, changing the code;
  * cJSON copies a raw NUL into a string, and skips one between tokens as if it were a space). */
@@ -185,16 +211,12 @@ static const char *body_problem(const char *b, size_t len)
 {
 	for (size_t i = 0; i < len;) {
 		unsigned char c = (unsigned char)b[i];
-		size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
-			 : (c & 0xf8) == 0xf0 ? 4 : 0;
+		size_t n = utf8_len((const unsigned char *)b + i, len - i);
 
 		if (!c)
 			return "body: a NUL byte (not valid in JSON)";
-		if (!n || i + n > len || (n == 2 && c < 0xc2))
+		if (!n)
 			return "body: not valid UTF-8";
-		for (size_t k = 1; k < n; k++)
-			if (((unsigned char)b[i + k] & 0xc0) != 0x80)
-				return "body: not valid UTF-8";
 		if (c == '\\' && i + 6 <= len && !strncasecmp(b + i + 1, "u0000", 5)) {
 			size_t bs = 0;
 
