@@ -40,11 +40,12 @@ FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_BINS   := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 
 .PHONY: run build
+# Every target runs even after one fails; the last line counts them.
 run: $(FUZZ_BINS)
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		FUZZ_TIME=$(FUZZ_TIME) FUZZ_RSS_MB=$(FUZZ_RSS_MB) tests/fuzz/run-target \
-			$(FUZZ_BUILD) $$t; \
-	done
+	@ok=0; bad=0; for t in $(FUZZ_TARGETS); do \
+		if FUZZ_TIME=$(FUZZ_TIME) FUZZ_RSS_MB=$(FUZZ_RSS_MB) tests/fuzz/run-target \
+			$(FUZZ_BUILD) $$t; then ok=$$((ok + 1)); else bad=$$((bad + 1)); fi; \
+	done; echo "fuzz: $$ok passed, $$bad failed"; [ $$bad -eq 0 ]
 
 build: $(FUZZ_BINS)
 
