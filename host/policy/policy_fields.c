@@ -495,7 +495,7 @@ static const struct field layer_fields[] = {
 
 static const struct field top_fields[] = {
 	{ "extends", apply_extends, 0, 0, 0, NULL, NULL, NULL },
-	{ "description", apply_string, OFF(description), 0, 0, NULL, NULL, NULL },
+	{ "description", apply_string_or_null, OFF(description), 0, 0, NULL, NULL, NULL },
 	SECTION("limits", limit_fields),
 	SECTION("modules", module_fields),
 	SECTION("filesystem", fs_fields),
