@@ -174,3 +174,164 @@ def test_connections_past_the_descriptor_budget_get_503():
         for c in held:
             c.close()
         s.stop()
+
+
+# ---------------------------------------------------------------- finding 3: before the body
+
+def send_headers(srv, path, length, token, extra=b""):
+    s = socket.create_connection((srv.host, srv.port))
+    auth = b"Authorization: Bearer %s\r\n" % token.encode() if token is not None else b""
+    s.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n%s"
+              b"Content-Length: %d\r\n\r\n%s" % (path.encode(), auth, length, extra))
+    return s
+
+
+def read_status(sock, timeout):
+    """The status code of the answer on sock, or None if none came within timeout."""
+    sock.settimeout(timeout)
+    data = b""
+    try:
+        while b"\r\n" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except (socket.timeout, ConnectionResetError):
+        pass
+    return int(data.split()[1]) if data.startswith(b"HTTP/1.1 ") else None
+
+
+def test_unauthenticated_upload_refused_on_its_headers():
+    """Eight unauthenticated 15.9 MiB uploads: the 401 comes on the headers, before a byte of
+    the body is sent, and the front's memory does not grow with what they send."""
+    s = Server("--workers", "1", "--policy", "default", token="the-token")
+    try:
+        rss0 = s.rss_kb()
+        length = (16 << 20) - (100 << 10)
+        socks = [send_headers(s, "/v1/exec", length, "wrong") for _ in range(8)]
+        assert [read_status(k, 3) for k in socks] == [401] * 8
+        blob = b"x" * (1 << 20)
+        for k in socks:                 # the body anyway, as fast as the server takes it
+            try:
+                k.settimeout(2)
+                for _ in range(16):
+                    k.sendall(blob)
+            except OSError:
+                pass                    # closed on us: what we want
+            k.close()
+        assert s.rss_kb() - rss0 < 8 << 10, (rss0, s.rss_kb())
+        # the same for a missing token, a 404 and a 405: all decided on the headers
+        for path, token, want in (("/v1/exec", None, 401), ("/v1/nope", "the-token", 404),
+                                  ("/healthz", "the-token", 405)):
+            k = send_headers(s, path, length, token)
+            assert read_status(k, 3) == want, (path, token)
+            k.close()
+        # positive control: with the token the server waits for the body, then runs it
+        body = json.dumps({"code": "print('in')"}).encode()
+        k = send_headers(s, "/v1/exec", len(body), "the-token")
+        assert read_status(k, 0.5) is None
+        k.sendall(body)
+        assert read_status(k, 10) == 200
+        k.close()
+    finally:
+        s.stop()
+
+
+def test_refused_small_body_still_gets_its_answer():
+    """A refused request with a small body is answered after the body is dropped, so the
+    answer is not lost to a reset (the Python client sends headers and body together)."""
+    s = Server("--workers", "1", "--policy", "default", token="the-token")
+    try:
+        for _ in range(20):
+            st, e = raw_request(s, "POST", "/v1/exec", body=b'{"code": "1"}' * 100,
+                                headers={"Authorization": "Bearer nope"})
+            assert st == 401 and "token" in e["error"]
+    finally:
+        s.stop()
+
+
+def trickle(sock, data, stop, step=0.1):
+    for b in data:
+        if stop.is_set():
+            return
+        try:
+            sock.send(bytes([b]))
+        except OSError:
+            return
+        time.sleep(step)
+
+
+def closed_after(sock, timeout):
+    """Seconds until the peer closes sock (reads EOF or a reset), or None."""
+    t0 = time.monotonic()
+    sock.settimeout(timeout)
+    try:
+        while sock.recv(4096):
+            pass
+    except socket.timeout:
+        return None
+    except ConnectionResetError:
+        pass
+    return time.monotonic() - t0
+
+
+def test_slow_clients_are_cut_at_the_header_timeout():
+    """Slowloris: clients trickling a request's headers a byte every 100 ms held a thread each
+    for as long as they liked. Each is cut --header-timeout after it connected, and a real
+    client is served meanwhile."""
+    s = Server("--workers", "1", "--policy", "default", "--header-timeout", "1s",
+               token="the-token")
+    stop = threading.Event()
+    socks, ts = [], []
+    try:
+        t0 = time.monotonic()
+        for _ in range(20):
+            k = socket.create_connection((s.host, s.port))
+            socks.append(k)
+            t = threading.Thread(target=trickle, args=(
+                k, b"POST /v1/exec HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200, stop))
+            t.start()
+            ts.append(t)
+        st, _, v = s.exec("print('served')")       # control: the server still serves
+        assert st == 200 and v["stdout"] == "served\n"
+        waits = [closed_after(k, 3) for k in socks]
+        assert all(w is not None for w in waits), waits
+        elapsed = time.monotonic() - t0
+        assert 1.0 <= elapsed < 2.0, elapsed
+        # an authenticated keep-alive connection is not cut: it outlives the timeout
+        c = s.conn()
+        st, _, _ = s.request("GET", "/metrics", conn=c)
+        time.sleep(1.3)
+        st, _, v = s.request("POST", "/v1/exec", {"code": "print(2)"}, conn=c)
+        assert st == 200 and v["stdout"] == "2\n"
+        c.close()
+    finally:
+        stop.set()
+        for t in ts:
+            t.join()
+        for k in socks:
+            k.close()
+        s.stop()
+
+
+def test_unauthenticated_connections_are_counted():
+    """At most max_conns / 2 connections that have not passed the token check (here NOFILE
+    128: 36 connections, 18 untrusted); past it a 503, and an authenticated client still gets
+    in once the idle ones are cut."""
+    s = Server("--workers", "1", "--policy", "default", "--header-timeout", "1s",
+               token="the-token",
+               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128)))
+    idle = []
+    try:
+        idle = [socket.create_connection((s.host, s.port)) for _ in range(18)]
+        assert wait_for(lambda: s.connections() == 18, 5)
+        time.sleep(0.2)
+        st, e = raw_request(s, "GET", "/healthz")
+        assert st == 503 and "not authenticated" in e["error"], e
+        assert all(closed_after(k, 3) is not None for k in idle)
+        st, _, v = s.exec("print(3)")
+        assert st == 200 and v["stdout"] == "3\n"
+    finally:
+        for k in idle:
+            k.close()
+        s.stop()
