@@ -41,6 +41,8 @@ static const struct opt opts[] = {
 	{ "--token-file", OPT_STRING, SERVE, F(token_file), 0, "FILE", "require this bearer token" },
 	{ "--workers", OPT_LONG, SERVE, F(workers), 0, "N", "concurrent snippets (default: cores)" },
 	{ "--queue", OPT_LONG, SERVE, F(queue), 0, "N", "queued requests before 429" },
+	{ "--header-timeout", OPT_STRING, SERVE, F(header_timeout), 0, "DURATION",
+	  "a connection is cut if no request on it passed auth this long after connecting (10s)" },
 	{ "--pretty", OPT_FLAG, EXEC | CHECK, F(pretty), 0, NULL, "indent the JSON" },
 	{ "--help", OPT_FLAG, EXEC | CHECK | SERVE, F(help), 0, NULL, "this help" },
 };

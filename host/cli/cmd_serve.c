@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -20,7 +21,14 @@
 #include "util/util.h"
 #include "zygote/zygote.h"
 
-enum { DEFAULT_QUEUE = 64, MAX_POLICIES = 16 };
+enum {
+	DEFAULT_QUEUE = 64,
+	MAX_POLICIES = 16,
+	MAX_CONNS = 4096,		/* a thread each */
+	MAX_UNTRUSTED = 256,		/* of them, not yet past the token check */
+	HEADER_TIMEOUT_MS = 10000,	/* default --header-timeout */
+	FDS_OWN = 64,			/* the front's own descriptors, with slack */
+};
 
 static const char *const default_policies[] = { "default", "strict", "notebook" };
 
@@ -256,6 +264,35 @@ static int make_tmp_root(struct serve *sv, const struct ps_opts *o)
 	return 0;
 }
 
+/* Descriptors: the soft NOFILE limit raised to the hard one (the usual soft 1024 is a
+ * compatibility default for select(); we poll), then a budget that keeps what the pools need
+ * out of the connections' reach. A zygote's pool holds workers + 1 idle spares and a worker
+ * per running run, each with PS_ZWORKER_FDS channels, plus one tagged worker forked for a
+ * request (a tighter scratch): past what is left, connections are refused with a 503 rather
+ * than starve the pool (a worker whose channels cannot be received is lost; see pool.c). */
+static unsigned connection_budget(size_t n_policies, unsigned workers)
+{
+	struct rlimit rl;
+	uint64_t pools = (uint64_t)n_policies * (2u * workers + 2u) * PS_ZWORKER_FDS;
+	uint64_t have;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			ps_err("setrlimit(RLIMIT_NOFILE, %llu): %s", (unsigned long long)rl.rlim_max,
+			       strerror(errno));
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return MAX_CONNS;
+	have = rl.rlim_cur;
+	if (have < pools + FDS_OWN + 16) {
+		ps_err("RLIMIT_NOFILE %llu leaves only 16 connections (the zygotes' pools need %llu)",
+		       (unsigned long long)have, (unsigned long long)pools);
+		return 16;
+	}
+	return have - pools - FDS_OWN > MAX_CONNS ? MAX_CONNS : (unsigned)(have - pools - FDS_OWN);
+}
+
 static int serve(struct serve *sv, const struct ps_opts *o, struct ps_server_config *cfg)
 {
 	struct ps_server *s = NULL;
@@ -328,6 +365,21 @@ int ps_cmd_serve(int argc, char **argv)
 	cfg.queue = (unsigned)(o.queue > 0 ? o.queue : DEFAULT_QUEUE);
 	cfg.token = token;
 	cfg.body_max = PS_SERVE_BODY_MAX;
+	cfg.max_conns = connection_budget(sv.n, cfg.workers);
+	cfg.max_untrusted = cfg.max_conns / 2 < MAX_UNTRUSTED ? cfg.max_conns / 2 : MAX_UNTRUSTED;
+	cfg.untrusted_ms = HEADER_TIMEOUT_MS;
+	if (o.header_timeout) {
+		uint64_t ms;
+		char err[256];
+
+		if (ps_parse_duration_ms(o.header_timeout, &ms, err, sizeof(err)) < 0 || !ms ||
+		    ms > 3600 * 1000) {
+			ps_err("--header-timeout %s: %s", o.header_timeout,
+			       ms ? err : "must be a duration between 1ms and 1h, e.g. 10s");
+			goto out;
+		}
+		cfg.untrusted_ms = (unsigned)ms;
+	}
 	cfg.policies = sv.policies;
 	cfg.zygotes = sv.zygotes;
 	cfg.n = sv.n;

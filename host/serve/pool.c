@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "accept.h"
 #include "python/interp.h"
 #include "run/result.h"
 #include "util/util.h"
@@ -190,8 +191,13 @@ static void *reader_main(void *arg)
 	int r;
 
 	while ((r = recv_worker(ctl, &e)) != 0) {
-		if (r < 0)
+		if (r < 0) {
+			/* What did arrive is closed: the worker reads EOF and exits, and the zygote,
+			 * reaping a spare nobody claimed, forks another. */
+			ps_serve_log("zygote %s: a worker's descriptors did not all arrive (out of "
+				     "descriptors?); dropped, the zygote replaces it", z->name);
 			continue;
+		}
 		pthread_mutex_lock(&z->mu);
 		if (z->n_idle == z->cap_idle) {
 			size_t cap = z->cap_idle ? 2 * z->cap_idle : 16;

@@ -18,6 +18,9 @@ struct ps_server_config {
 	const char *token;		/* bearer token, or NULL: no auth */
 	size_t body_max;		/* larger bodies get 413 */
 	int listen_fd;			/* bound and listening; the server owns it */
+	unsigned max_conns;		/* connections at once (a descriptor budget) */
+	unsigned max_untrusted;		/* connections no request of which passed auth yet */
+	unsigned untrusted_ms;		/* ... each cut this long after it was accepted */
 	struct ps_policy *policies;	/* served policies; the first is the default */
 	struct ps_zygote *zygotes;	/* one per policy, same order */
 	size_t n;

@@ -32,7 +32,7 @@ struct zw {
 	int life;		/* write end: the struct ps_reaped goes here */
 	unsigned slot;
 	uint64_t serial;
-	bool claimed;		/* a request has it: running, or about to */
+	bool claimed;		/* a request has it: running, or about to (a FORK's from birth) */
 };
 
 struct zyg {
@@ -41,8 +41,10 @@ struct zyg {
 	struct zw *ws;		/* live workers: idle in the front's pool or running */
 	size_t n, cap;
 	unsigned spare;		/* spares to keep unclaimed */
-	unsigned unclaimed;	/* spares forked and not claimed yet (alive or not) */
+	unsigned unclaimed;	/* live spares not claimed yet: the workers with !claimed */
 	uint64_t serial;
+	unsigned lost;		/* spares in a row that died unclaimed (the front dropped them) */
+	uint64_t hold_until_us;	/* no spare is forked before: backing off after a loss */
 };
 
 /* The lowest free slot, preferring one whose uid (a policy's uid range) no live worker has,
@@ -157,6 +159,15 @@ static void reap(struct zyg *z, size_t i)
 	m.cgroup_oom_kills = w->o.cgroup_oom_kills;
 	(void)ps_write_all(w->life, &m, sizeof(m));
 	close(w->life);
+	/* A spare that dies before any request claimed it is lost: the front could not take
+	 * it (out of descriptors: recvmsg's MSG_CTRUNC closes what did not fit, so the worker
+	 * read EOF), or something killed it. It must be replaced, else the pool shrinks for
+	 * good; backing off, since whatever made the front drop it may still hold. */
+	if (!w->claimed) {
+		z->unclaimed--;
+		z->lost++;
+		z->hold_until_us = ps_now_us() + (z->lost > 6 ? 1000000u : 15625u << (z->lost - 1));
+	}
 	z->ws[i] = z->ws[--z->n];
 }
 
@@ -172,32 +183,41 @@ static __attribute__((noreturn)) void zygote_exit(struct zyg *z, int status)
 	_exit(status);
 }
 
-/* One command from the front. false: the front is gone. */
-static bool command(struct zyg *z)
+static void claim(struct zyg *z, uint64_t serial)
 {
-	struct ps_zcmd c;
-	ssize_t n = recv(PS_ZYGOTE_CTL_FD, &c, sizeof(c), MSG_DONTWAIT);
+	for (size_t i = 0; i < z->n; i++) {
+		if (z->ws[i].serial != serial || z->ws[i].claimed)
+			continue;
+		z->ws[i].claimed = true;
+		z->unclaimed--;
+		z->lost = 0;
+		/* Not yet reaped, so the pid is still this worker's. */
+		if (z->w.ahead_nice)
+			(void)setpriority(PRIO_PROCESS, (id_t)z->ws[i].proc.pid, 0);
+	}
+	/* Not found: it died before its CLAIM was read, and reap() counted it already. */
+}
 
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return true;
-	if (n <= 0)
-		return false;
-	if (n != (ssize_t)sizeof(c) || c.magic != PS_ZCMD_MAGIC)
-		return true;
-	if (c.kind == PS_ZCMD_CLAIM) {
-		for (size_t i = 0; i < z->n; i++) {
-			if (z->ws[i].serial != c.serial)
-				continue;
-			z->ws[i].claimed = true;
-			/* Not yet reaped, so the pid is still this worker's. */
-			if (z->w.ahead_nice)
-				(void)setpriority(PRIO_PROCESS, (id_t)z->ws[i].proc.pid, 0);
-		}
-		if (z->unclaimed)
-			z->unclaimed--;
-	} else if (c.kind == PS_ZCMD_FORK)
-		(void)fork_worker(z, &c.limits, c.tag);
-	return true;
+/* Every command the front has sent. false: the front is gone. */
+static bool commands(struct zyg *z)
+{
+	for (;;) {
+		struct ps_zcmd c;
+		ssize_t n = recv(PS_ZYGOTE_CTL_FD, &c, sizeof(c), MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return true;
+		if (n <= 0)
+			return false;
+		if (n != (ssize_t)sizeof(c) || c.magic != PS_ZCMD_MAGIC)
+			continue;
+		if (c.kind == PS_ZCMD_CLAIM)
+			claim(z, c.serial);
+		else if (c.kind == PS_ZCMD_FORK)
+			(void)fork_worker(z, &c.limits, c.tag);
+	}
 }
 
 static bool running(const struct zyg *z)
@@ -217,19 +237,26 @@ static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 	unsigned failures = 0;
 
 	for (;;) {
+		uint64_t now = ps_now_us();
+		int timeout = -1;
+		size_t polled;
+
 		/* A fork (the page tables of the whole zygote) and a new worker's phases compete
 		 * for the CPU with the runs: replace spares while nothing runs, or at once when
 		 * none is left. */
-		while (z->unclaimed < z->spare && (z->unclaimed == 0 || !running(z))) {
+		while (z->unclaimed < z->spare && (z->unclaimed == 0 || !running(z)) &&
+		       now >= z->hold_until_us) {
 			if (fork_worker(z, &z->p.limits, 0) < 0) {
 				if (++failures > 100)
 					_exit(PS_EXIT_INTERNAL);	/* the front restarts us */
-				usleep(10000);
+				z->hold_until_us = now + 10000;
 				break;
 			}
 			failures = 0;
 			z->unclaimed++;
 		}
+		if (z->unclaimed < z->spare && now < z->hold_until_us)
+			timeout = (int)((z->hold_until_us - now + 999) / 1000);
 		if (cap < z->n + 1) {
 			cap = z->n + 16;
 			p = realloc(p, cap * sizeof(*p));
@@ -239,13 +266,19 @@ static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 		p[0] = (struct pollfd){ .fd = PS_ZYGOTE_CTL_FD, .events = POLLIN };
 		for (size_t i = 0; i < z->n; i++)
 			p[i + 1] = (struct pollfd){ .fd = z->ws[i].proc.f.pidfd, .events = POLLIN };
-		if (poll(p, z->n + 1, failures ? 10 : -1) < 0 && errno != EINTR)
+		polled = z->n;
+		if (poll(p, polled + 1, timeout) < 0 && errno != EINTR)
 			_exit(PS_EXIT_INTERNAL);
-		for (size_t i = z->n; i-- > 0;)
+		/* Commands first: a CLAIM is sent before the run's request is written, so a worker
+		 * that has exited has had its CLAIM queued already; read it before reaping, so
+		 * that a run that ended is not taken for a spare that was lost. */
+		if (p[0].revents && !commands(z))
+			zygote_exit(z, 0);
+		/* (a FORK may have appended workers past the polled ones; a reap moves the last
+		 * one down, into a slot already looked at) */
+		for (size_t i = polled; i-- > 0;)
 			if (p[i + 1].revents)
 				reap(z, i);
-		if (p[0].revents && !command(z))
-			zygote_exit(z, 0);
 	}
 }
 
