@@ -10,6 +10,7 @@
  * Default action "kill": SECCOMP_RET_TRAP and a SIGSYS handler that writes the trapped
  * syscall to the status pipe and then dies by the filter (see sigsys_handler). */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -81,6 +82,18 @@ static const unsigned long ioctl_allowed[] = {
 	TCGETS, TIOCGWINSZ, FIONREAD, FIOCLEX, FIONCLEX, FIONBIO,
 };
 
+/* fcntl commands a snippet may use: descriptor flags, duplication, record locks, pipe size,
+ * seals. Not F_SETOWN, F_SETOWN_EX or F_SETSIG: with O_ASYNC they make the kernel send any
+ * signal (SIGKILL included) to any pid, checked only against the uid, not against Landlock
+ * before ABI 6 nor the prefix's self-only rule; every worker of a zygote shares a PID
+ * namespace and a uid. Nor leases and dnotify (F_SETLEASE, F_NOTIFY), which signal too and
+ * can hold up the host's own opens. */
+static const unsigned fcntl_allowed[] = {
+	F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_GETLK, F_SETLK, F_SETLKW, F_GETOWN,
+	F_GETSIG, F_GETOWN_EX, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_DUPFD_CLOEXEC,
+	F_SETPIPE_SZ, F_GETPIPE_SZ, F_ADD_SEALS, F_GET_SEALS,
+};
+
 /* Namespace flags a thread must not carry (CLONE_NEWTIME shares its bit with CSIGNAL). */
 #define CLONE_NS_FLAGS (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | \
 			CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
@@ -88,7 +101,7 @@ static const unsigned long ioctl_allowed[] = {
 /* Syscalls that are allowed only through the argument-checked rules below: naming one in
  * "seccomp.allow" would lift the check, so that is an error. */
 static const char *const arg_checked[] = {
-	"clone", "ioctl", "kill", "prlimit64", "rt_sigaction", "tgkill", NULL,
+	"clone", "fcntl", "ioctl", "kill", "prlimit64", "rt_sigaction", "tgkill", NULL,
 };
 
 static uint32_t deny_action(enum ps_seccomp_action a, int errno_val)
@@ -194,6 +207,11 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct ps_policy *p, uint32_
 	for (size_t i = 0; i < sizeof(ioctl_allowed) / sizeof(ioctl_allowed[0]); i++) {
 		c[0] = SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)ioctl_allowed[i]);
 		if (add_rule(ctx, SCMP_ACT_ALLOW, "ioctl", 1, c, err, errlen) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < PS_ARRAY_LEN(fcntl_allowed); i++) {
+		c[0] = SCMP_A1_32(SCMP_CMP_EQ, fcntl_allowed[i]);
+		if (add_rule(ctx, SCMP_ACT_ALLOW, "fcntl", 1, c, err, errlen) < 0)
 			return -1;
 	}
 	/* Nobody may replace or remove our SIGSYS handler; looking at it is fine. */
