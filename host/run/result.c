@@ -206,6 +206,15 @@ static bool signaled(const struct ps_outcome *o, int sig)
 	return o->reaped && WIFSIGNALED(o->wait_status) && WTERMSIG(o->wait_status) == sig;
 }
 
+/* The kernel killed the worker for a denied syscall: SIGSYS, with a filter loaded (held,
+ * reported before the snippet ran). The worker ignores every SIGSYS but the filter's own
+ * (seccomp.c), so a snippet raising SIGSYS never gets here; without a filter it is just a
+ * signal. */
+static bool seccomp_death(const struct ps_outcome *o)
+{
+	return signaled(o, SIGSYS) && o->have_held && o->held.seccomp != 0;
+}
+
 static uint64_t cpu_ms(const struct ps_outcome *o)
 {
 	const struct rusage *ru = &o->ru;
@@ -247,7 +256,7 @@ static enum ps_status classify(const struct ps_run *r, const struct ps_outcome *
 		return PS_STATUS_TIMEOUT;
 	if (o->output_capped || o->report_capped)
 		return PS_STATUS_OUTPUT_LIMIT;
-	if (signaled(o, SIGSYS))
+	if (seccomp_death(o))
 		return PS_STATUS_DENIED;
 	/* RLIMIT_CPU's hard limit is a SIGKILL from the kernel; rusage may read a little under
 	 * the cap (tick accounting), and nobody else killed it (we flag our own kills). */
@@ -368,7 +377,7 @@ static cJSON *denials_json(const struct ps_outcome *o, const struct report *rep,
 		if (cJSON_IsString(layer) && cJSON_IsString(event))
 			cJSON_AddItemToArray(out, cJSON_Duplicate(d, true));
 	}
-	if (signaled(o, SIGSYS)) {
+	if (seccomp_death(o)) {
 		const char *name = o->have_syscall
 					   ? ps_syscall_name_arch(o->syscall_nr, o->syscall_arch)
 					   : NULL;

@@ -32,6 +32,11 @@
 #include "syscall_groups.h"
 #include "util/util.h"
 
+/* si_code of a seccomp trap's SIGSYS (asm-generic/siginfo.h, which clashes with glibc's). */
+#ifndef SYS_SECCOMP
+#define SYS_SECCOMP 1
+#endif
+
 struct ps_filter {
 	struct sock_filter *insns;
 	unsigned short len;
@@ -414,6 +419,12 @@ static void sigsys_handler(int sig, siginfo_t *si, void *uctx)
 
 	(void)sig;
 	(void)uctx;
+	/* Only the kernel's trap says SYS_SECCOMP: a SIGSYS the snippet sent itself (raise,
+	 * kill or tgkill to its own pid, all allowed) says SI_TKILL or SI_USER, and forging
+	 * the code needs rt_(tg)sigqueueinfo or pidfd_send_signal, which the filter never
+	 * allows. Such a signal is no denial and must not end the run as one: ignore it. */
+	if (si->si_code != SYS_SECCOMP)
+		return;
 	__builtin_memset(&rec, 0, sizeof(rec));
 	rec.kind = PS_REC_SYSCALL;
 	rec.phase = -1;
@@ -439,18 +450,23 @@ static int load(struct sock_filter *insns, unsigned short len, struct ps_child_e
 int ps_filter_load(const struct ps_filter *f, int status_fd, struct ps_held *held,
 		   struct ps_child_err *e)
 {
-	if (f->action == PS_SECCOMP_KILL) {
-		struct sigaction sa;
+	struct sigaction sa;
 
-		__builtin_memset(&sa, 0, sizeof(sa));
+	/* A death by SIGSYS must mean the filter's. Trap: our handler, which ignores any SIGSYS
+	 * but the kernel's. Kill-process: the kernel kills without a signal handler, and errno
+	 * never kills: a SIGSYS the snippet sends itself is ignored. The filter denies changing
+	 * this (rt_sigaction on SIGSYS may only read). */
+	__builtin_memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	if (f->action == PS_SECCOMP_KILL) {
 		sa.sa_sigaction = sigsys_handler;
 		sa.sa_flags = SA_SIGINFO;
 		sigfillset(&sa.sa_mask);
 		sigsys_status_fd = status_fd;
-		if (sigaction(SIGSYS, &sa, NULL) < 0) {
-			ps_child_err_set(e, errno, "sigaction(SIGSYS): %s", ps_errstr(errno));
-			return -1;
-		}
+	}
+	if (sigaction(SIGSYS, &sa, NULL) < 0) {
+		ps_child_err_set(e, errno, "sigaction(SIGSYS): %s", ps_errstr(errno));
+		return -1;
 	}
 	/* Our own copy of the program (copy-on-write from the parent, or received): its prefix
 	 * gets our pid (write_prefix). */

@@ -359,6 +359,38 @@ def test_seccomp_kill_process_action(target):
     assert verdict["denials"][0]["layer"] == "seccomp"
 
 
+# A SIGSYS is a seccomp denial only when the kernel's filter raised it (si_code SYS_SECCOMP).
+# The snippet may signal itself (kill and tgkill to its own pid are allowed): that must end
+# nothing under any action, and without a filter it is an ordinary signal.
+SELF_SIGSYS = PRELUDE + r'''
+rc = libc.syscall(62, os.getpid(), 31)                             # kill(self, SIGSYS)
+rc2 = libc.syscall(234, os.getpid(), libc.syscall(186), 31)        # tgkill(self, self, SIGSYS)
+report(True, int(min(rc, rc2)))
+'''
+KILL_PROCESS_POLICY = os.path.join(FIXTURES, "policies", "layers", "seccomp-kill-process.json")
+
+
+@pytest.mark.parametrize("policy,action", [(None, "kill"), (KILL_PROCESS_POLICY, "kill-process"),
+                                           (ERRNO_POLICY, "errno")])
+def test_self_sent_sigsys_is_not_a_denial(policy, action):
+    args = (["--policy", policy] if policy else []) + ["--disable-layer", "python"]
+    verdict, rc, err = run_exec(SELF_SIGSYS, *args)
+    assert rc == 0, err
+    assert verdict["sandbox"]["seccomp"] == action
+    assert verdict["status"] == "ok", verdict
+    assert verdict["denials"] == [] and verdict["signal"] is None, verdict
+    res = results(verdict)
+    assert res and res[-1]["rc"] == 0, verdict
+
+
+def test_self_sent_sigsys_without_filter_is_a_signal():
+    verdict, rc, err = run_exec(SELF_SIGSYS, "--disable-layer", "python",
+                                "--disable-layer", "seccomp")
+    assert rc == 0, err
+    assert verdict["status"] == "signal" and verdict["signal"] == 31, verdict
+    assert verdict["denials"] == [], verdict
+
+
 def test_threads_work_where_the_policy_allows_them():
     code = ("import threading\nr = []\nt = threading.Thread(target=lambda: r.append(1))\n"
             "t.start(); t.join(); print('threads', r)\n")
