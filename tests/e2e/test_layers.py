@@ -33,11 +33,16 @@ SECRET = "SECRET-7f3a"
 
 # Which attacks each layer claims to stop on its own (SECURITY.md, "The layers").
 CLAIMS = {
-    "identity": ["read_private", "create_outside", "kill_host", "kill_host_sigio", "ptrace_host"],
+    # Not touch_host_file: a 0666 file's times are anyone's to set to now.
+    "identity": ["read_private", "create_outside", "kill_host", "kill_host_sigio", "ptrace_host",
+                 "chmod_host_file"],
     "landlock": ["read_secret", "read_private", "create_outside", "connect_tcp", "kill_host",
                  "kill_host_sigio", "ptrace_host", "execve"],
     "seccomp": ["connect_tcp", "fork", "execve", "ptrace_host", "kill_host", "kill_host_sigio"],
-    "namespaces": ["connect_tcp", "kill_host", "kill_host_sigio", "ptrace_host"],
+    # The mount namespace: the host's tree read-only outside scratch and the write paths,
+    # and a /proc of the workers' own PID namespace.
+    "namespaces": ["connect_tcp", "kill_host", "kill_host_sigio", "ptrace_host",
+                   "touch_host_file", "chmod_host_file", "create_outside", "proc_host_pid"],
 }
 
 PRELUDE = r'''
@@ -124,6 +129,22 @@ if rcs[-1] == 0:
     time.sleep(0.1)
 report(rcs[-1] == 0, int(rcs[-1]), calls=len(rcs))
 ''',
+    # Metadata of a host file (issue 9, finding 11). Landlock has no right for utimensat,
+    # chmod or chown; a root-owned 0666 file lets any uid set its times to now.
+    "touch_host_file": r'''
+rc = libc.utimensat(-100, {world!r}.encode(), None, 0)      # AT_FDCWD, times = now
+report(rc == 0, rc)
+''',
+    "chmod_host_file": r'''
+rc = libc.chmod({secret!r}.encode(), 0o666)
+report(rc == 0, rc)
+''',
+    # Which host processes exist, and whose they are (finding 12): /proc/PID of the sleeper.
+    "proc_host_pid": r'''
+st = ctypes.create_string_buffer(256)
+rc = libc.syscall(4, b"/proc/{pid}", st)                     # stat(2)
+report(rc == 0, int(rc))
+''',
 }
 
 # Where the kernel drops the attack's signal at delivery, not at the call: the calls succeed
@@ -164,9 +185,14 @@ def target(tmp_path_factory):
     lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     lst.bind(("127.0.0.1", 0))
     lst.listen(8)
+    world = os.path.join(d, "world-writable")
+    with open(world, "w") as f:
+        f.write("anyone may write me; nobody in a run may touch my times\n")
+    os.chmod(world, 0o666)
+    os.utime(world, (1000000000, 1000000000))
     sleeper = subprocess.Popen(["sleep", "60"])
     t = {"dir": d, "secret": secret, "private": private, "outside": os.path.join(d, "created"),
-         "port": lst.getsockname()[1], "pid": sleeper.pid, "proc": sleeper}
+         "world": world, "port": lst.getsockname()[1], "pid": sleeper.pid, "proc": sleeper}
     yield t
     sleeper.kill()
     sleeper.wait()
@@ -191,6 +217,10 @@ def attack_succeeded(name, t, verdict):
         return t["proc"].poll() is not None
     if name == "create_outside":
         return os.path.exists(t["outside"])
+    if name == "touch_host_file":
+        return os.stat(t["world"]).st_mtime != 1000000000
+    if name == "chmod_host_file":
+        return os.stat(t["secret"]).st_mode & 0o777 != 0o644
     res = results(verdict)
     return bool(res) and res[-1]["ok"]
 
@@ -583,5 +613,96 @@ def test_serve_worker_cannot_signal_neighbours(how):
         # a tenant after it runs as usual
         st, _, v = s.exec("print('next tenant')")
         assert st == 200 and v["status"] == "ok" and "next tenant" in v["stdout"], v
+    finally:
+        s.stop()
+
+
+# --- metadata: only where writes are granted (finding 11) ---
+
+METADATA = PRELUDE + r'''
+out = {}
+for name, path in [("scratch", b"mine"), ("write_path", {wfile!r}.encode()),
+                   ("host", {world!r}.encode())]:
+    if name == "scratch":
+        open("mine", "w").write("x")
+    ctypes.set_errno(0)
+    rc = libc.utimensat(-100, path, None, 0)
+    out[name] = 0 if rc == 0 else ctypes.get_errno()
+    if name != "host":
+        rc = libc.chmod(path, 0o600)
+        out[name + "_chmod"] = 0 if rc == 0 else ctypes.get_errno()
+print("META " + json.dumps(out), flush=True)
+'''
+
+
+def test_metadata_only_where_writes_are_granted(target, tmp_path):
+    """Every layer on (the Python one off, for ctypes): times and modes change in scratch and
+    in the policy's write path; a root-owned 0666 host file's times do not (the read-only
+    mount says EROFS: identity lets anyone touch a 0666 file, Landlock has no right for it)."""
+    wdir = tempfile.mkdtemp(prefix="pysnip-wpath-")
+    try:
+        os.chmod(wdir, 0o777)
+        wfile = os.path.join(wdir, "w.txt")
+        with open(wfile, "w") as f:
+            f.write("x")
+        os.chmod(wfile, 0o666)
+        os.chown(wfile, 65534, 65534)
+        pol = tmp_path / "wpath.json"
+        pol.write_text(json.dumps({"extends": "default", "filesystem": {"write": [wdir]}}))
+        code = METADATA.replace("{wfile!r}", repr(wfile)).replace("{world!r}",
+                                                                   repr(target["world"]))
+        verdict, rc, err = run_exec(code, "--policy", str(pol), "--disable-layer", "python")
+        assert rc == 0, err
+        assert verdict["status"] == "ok", verdict
+        line = [l for l in verdict["stdout"].splitlines() if l.startswith("META ")]
+        got = json.loads(line[0][5:])
+        assert got["scratch"] == 0 and got["scratch_chmod"] == 0, got
+        assert got["write_path"] == 0 and got["write_path_chmod"] == 0, got
+        assert os.stat(wfile).st_mode & 0o777 == 0o600
+        assert got["host"] == errno.EROFS, got
+        assert os.stat(target["world"]).st_mtime == 1000000000
+    finally:
+        shutil.rmtree(wdir, ignore_errors=True)
+
+
+# --- /proc: the run's own PID namespace only (finding 12) ---
+
+PROC_LISTING = r'''
+import json, os
+pids = sorted(int(n) for n in os.listdir("/proc") if n.isdigit())
+print("PROC " + json.dumps({"pids": pids, "me": os.getpid()}), flush=True)
+'''
+
+
+def _proc_listing(verdict):
+    assert verdict["status"] == "ok", verdict
+    line = [l for l in verdict["stdout"].splitlines() if l.startswith("PROC ")]
+    return json.loads(line[0][5:])
+
+
+def test_proc_lists_only_the_run(target):
+    """Landlock off, so that /proc can be listed at all: the kernel's procfs shows this run
+    alone, not the host's sleeper nor the namespace's root-owned init."""
+    verdict, rc, err = run_exec(PROC_LISTING, "--disable-layer", "python",
+                                "--disable-layer", "landlock")
+    assert rc == 0, err
+    got = _proc_listing(verdict)
+    assert got["pids"] == [got["me"]], got
+    # control: without the namespaces layer the same listing is the host's
+    verdict, rc, err = run_exec(PROC_LISTING, *disable_all_but(["identity"]))
+    got = _proc_listing(verdict)
+    assert target["pid"] in got["pids"], got
+
+
+def test_serve_proc_hides_neighbours():
+    from servekit import Server, wait_for
+    s = Server("--workers", "2", "--policy", "default", "--disable-layer", "python",
+               "--disable-layer", "landlock")
+    try:
+        assert wait_for(lambda: len(_workers(s)) >= 2, timeout=30), "no spare workers"
+        st, _, v = s.exec(PROC_LISTING)
+        assert st == 200, v
+        got = _proc_listing(v)
+        assert got["pids"] == [got["me"]], got
     finally:
         s.stop()
