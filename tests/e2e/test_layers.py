@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, PYSNIP, ROOT, run_exec
+from conftest import FIXTURES, PYSNIP, ROOT, needs_rlimit_as, run_exec
 
 LAYERS = ["python", "identity", "landlock", "seccomp", "namespaces"]
 KERNEL_LAYERS = ["identity", "landlock", "seccomp", "namespaces"]
@@ -706,3 +706,50 @@ def test_serve_proc_hides_neighbours():
         assert got["pids"] == [got["me"]], got
     finally:
         s.stop()
+
+
+# --- a kernel layer's answer is a denial, named (finding 13) ---
+
+@pytest.mark.parametrize("abi", LANDLOCK_ABIS, ids=["abi-kernel", "abi2"])
+def test_landlock_denial_is_a_named_denial(abi, monkeypatch):
+    if abi:
+        monkeypatch.setenv("PYSNIP_LANDLOCK_MAX_ABI", str(abi))
+    code = "x = 1\nopen('/etc/passwd').read()\n"
+    verdict, rc, err = run_exec(code, "--disable-layer", "python")
+    assert rc == 0, err
+    assert verdict["status"] == "denied", verdict
+    d = verdict["denials"][0]
+    assert (d["layer"], d["detail"], d["line"]) == ("landlock", "/etc/passwd", 2), d
+    # control: the same open with Landlock off reads (0644, any uid): Landlock said no
+    verdict, rc, err = run_exec(code, "--disable-layer", "python", "--disable-layer", "landlock")
+    assert verdict["status"] == "ok" and verdict["denials"] == [], verdict
+
+
+def test_read_only_view_is_a_named_denial():
+    verdict, rc, err = run_exec("import os\nos.utime('/etc/hostname')\n",
+                                "--disable-layer", "python")
+    assert rc == 0, err
+    assert verdict["status"] == "denied", verdict
+    assert verdict["denials"][0]["layer"] == "namespaces", verdict
+    assert verdict["exception"]["errno"] == errno.EROFS
+
+
+def test_snippets_own_permission_error_is_an_exception():
+    """The kernel's errno decides, not the type: PermissionError('...') without one is the
+    snippet's own exception."""
+    verdict, rc, err = run_exec("raise PermissionError('no')\n", "--disable-layer", "python")
+    assert rc == 0, err
+    assert verdict["status"] == "exception" and verdict["denials"] == [], verdict
+
+
+@needs_rlimit_as
+def test_enomem_under_the_memory_limit_is_memory_limit():
+    code = "import mmap\nm = mmap.mmap(-1, 1 << 36)\n"     # 64 GiB, far past RLIMIT_AS
+    verdict, rc, err = run_exec(code, "--disable-layer", "python")
+    assert rc == 0, err
+    assert verdict["status"] == "memory_limit", verdict
+    assert verdict["exception"]["errno"] == errno.ENOMEM
+    # control: a small map is fine
+    verdict, rc, err = run_exec("import mmap\nm = mmap.mmap(-1, 1 << 20)\nprint('mapped')\n",
+                                "--disable-layer", "python")
+    assert verdict["status"] == "ok" and "mapped" in verdict["stdout"], verdict
