@@ -753,3 +753,249 @@ def test_enomem_under_the_memory_limit_is_memory_limit():
     verdict, rc, err = run_exec("import mmap\nm = mmap.mmap(-1, 1 << 20)\nprint('mapped')\n",
                                 "--disable-layer", "python")
     assert verdict["status"] == "ok" and "mapped" in verdict["stdout"], verdict
+
+
+# --- seccomp alone: every route to a claim, under every shipped policy ---
+
+POLICIES = sorted(os.path.basename(p)[:-5] for p in
+                  __import__("glob").glob(os.path.join(ROOT, "policies", "*.json")))
+
+# Each route to "signal a host process" (SIGKILL to the sleeper) and to "make a process".
+ROUTES = {
+    "kill": "rc = libc.syscall(62, {pid}, 9)",
+    "tkill": "rc = libc.syscall(200, {pid}, 9)",
+    "tgkill": "rc = libc.syscall(234, {pid}, {pid}, 9)",
+    "rt_sigqueueinfo": r'''
+info = (ctypes.c_int * 32)(9, 0, -1)              # si_signo, si_errno, si_code SI_QUEUE
+rc = libc.syscall(129, {pid}, 9, info)''',
+    "rt_tgsigqueueinfo": r'''
+info = (ctypes.c_int * 32)(9, 0, -1)
+rc = libc.syscall(297, {pid}, {pid}, 9, info)''',
+    # a /proc/PID directory descriptor is a pidfd to pidfd_send_signal (no pidfd_open needed)
+    "pidfd_send_signal": r'''
+fd = os.open("/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY)
+rc = libc.syscall(424, fd, 9, None, 0)''',
+    "fork": r'''
+rc = libc.syscall(57)
+if rc == 0:
+    libc._exit(0)''',
+    "vfork": r'''
+rc = libc.syscall(58)
+if rc == 0:
+    libc._exit(0)''',
+    # clone without CLONE_THREAD: a process, whatever the policy says of threads
+    "clone": r'''
+rc = libc.syscall(56, 17, 0, 0, 0, 0)             # SIGCHLD, no new stack: a fork
+if rc == 0:
+    libc._exit(0)''',
+    "clone3": r'''
+args = (ctypes.c_uint64 * 11)(0, 0, 0, 0, 17)     # flags 0, exit_signal SIGCHLD
+rc = libc.syscall(435, args, 88)
+if rc == 0:
+    libc._exit(0)''',
+}
+SIGNAL_ROUTES = ["kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo",
+                 "pidfd_send_signal"]
+FORK_ROUTES = ["fork", "vfork", "clone", "clone3"]
+
+
+def route_code(route, t):
+    body = ROUTES[route].format(pid=t["pid"])
+    return PRELUDE + body + r'''
+if rc > 0:
+    os.waitpid(int(rc), 0)
+report(rc >= 0, int(rc))
+'''
+
+
+def route_worked(route, t, verdict):
+    if route in SIGNAL_ROUTES:
+        time.sleep(0.05)
+        return t["proc"].poll() is not None
+    res = results(verdict)
+    return bool(res) and res[-1]["rc"] > 0
+
+
+@needs_root_for_proof
+@pytest.mark.parametrize("route", sorted(set(ROUTES) - {"vfork"}))
+def test_route_positive_control(route, target):
+    """Every route works with every layer off: the denials below are the filter's. (Not
+    vfork: its raw child would run on the parent's stack; the denial below names it.)"""
+    verdict, rc, err = run_exec(route_code(route, target), *disable_all_but([]))
+    assert rc == 0, err
+    assert route_worked(route, target, verdict), verdict
+
+
+@needs_root_for_proof
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_seccomp_alone_every_route(policy, route, target):
+    verdict, rc, err = run_exec(route_code(route, target), "--policy", policy,
+                                *disable_all_but(["seccomp"]))
+    assert rc == 0, err
+    assert verdict["sandbox"]["seccomp"] == "kill" and verdict["sandbox"]["uid"] == 0
+    assert not route_worked(route, target, verdict), verdict
+    if route == "clone3":
+        # fails with ENOSYS (libc then falls back to clone, whose flags the filter reads)
+        res = results(verdict)
+        assert res and res[-1]["rc"] < 0 and res[-1]["errno"] == errno.ENOSYS, verdict
+        return
+    assert verdict["status"] == "denied", verdict
+    d = verdict["denials"][0]
+    assert (d["layer"], d["event"]) == ("seccomp", route), d
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_signals_to_self_still_work(policy):
+    """The control of the self-only rule: kill and tgkill to the worker itself pass the
+    filter (signal 0, no effect) under every policy."""
+    code = PRELUDE + r'''
+rc = libc.syscall(62, os.getpid(), 0)
+rc2 = libc.syscall(234, os.getpid(), libc.syscall(186), 0)
+report(rc == 0 and rc2 == 0, int(min(rc, rc2)))
+'''
+    verdict, rc, err = run_exec(code, "--policy", policy, "--disable-layer", "python")
+    assert rc == 0, err
+    res = results(verdict)
+    assert verdict["status"] == "ok" and res and res[-1]["ok"], verdict
+
+
+# --- Landlock: what it grants, and nothing next to it ---
+
+# The read-only grants (host/sandbox/landlock.c runtime_paths, the stdlib and lib-dynload).
+GRANTED = ["/usr/lib/python3.11", "/usr/lib/python3.11/lib-dynload",
+           "/usr/lib/x86_64-linux-gnu", "/etc/ld.so.cache", "/etc/localtime",
+           "/usr/share/zoneinfo", "/dev/urandom", "/dev/random", "/dev/null", "/dev/zero"]
+
+
+def _neighbours():
+    """Up to three regular files or directories beside each granted path, under none: what a
+    grant widened by one level (a file's grant to its directory) would expose."""
+    real = [os.path.realpath(g) for g in GRANTED if os.path.exists(g)]
+    under = lambda p: any(p == g or p.startswith(g + "/") for g in real)  # noqa: E731
+    # the ones that matter most, then the first few of each directory
+    out = [p for p in ("/etc/passwd", "/etc/hostname", "/etc/ld.so.conf", "/usr/lib/os-release",
+                       "/usr/share/doc") if os.path.exists(p) and not os.path.islink(p)]
+    for g in real:
+        parent = os.path.dirname(g)
+        picked = 0
+        for n in sorted(os.listdir(parent)):
+            p = os.path.join(parent, n)
+            if picked == 3 or under(p) or p in out or os.path.islink(p):
+                continue
+            if os.path.isfile(p) or os.path.isdir(p):
+                out.append(p)
+                picked += 1
+    return out
+
+
+PROBE_OPEN = PRELUDE + r'''
+out = {}
+for p in PATHS:
+    flags = os.O_RDONLY | (os.O_DIRECTORY if os.path.isdir(p) else 0)
+    ctypes.set_errno(0)
+    fd = libc.open(p.encode(), flags)
+    out[p] = 0 if fd >= 0 else ctypes.get_errno()
+    if fd >= 0:
+        libc.close(fd)
+print("OPENS " + json.dumps(out), flush=True)
+'''
+
+
+def _opens(verdict):
+    line = [l for l in verdict["stdout"].splitlines() if l.startswith("OPENS ")]
+    assert line, verdict
+    return json.loads(line[0][6:])
+
+
+@needs_root_for_proof
+@pytest.mark.parametrize("abi", LANDLOCK_ABIS, ids=["abi-kernel", "abi2"])
+def test_landlock_grants_nothing_beside_its_paths(abi, monkeypatch):
+    neigh = _neighbours()
+    granted = [g for g in GRANTED if os.path.exists(g)]
+    assert "/etc/passwd" in neigh and len(neigh) >= 10, neigh
+    code = PROBE_OPEN.replace("PATHS", repr(granted + neigh))
+    # control: with every layer off, root opens every one of them
+    verdict, rc, err = run_exec(code, *disable_all_but([]))
+    assert rc == 0, err
+    assert all(v == 0 for v in _opens(verdict).values()), _opens(verdict)
+    if abi:
+        monkeypatch.setenv("PYSNIP_LANDLOCK_MAX_ABI", str(abi))
+    verdict, rc, err = run_exec(code, *disable_all_but(["landlock"]))
+    assert rc == 0, err
+    assert verdict["sandbox"]["landlock_abi"] == (abi or verdict["sandbox"]["landlock_abi"]) > 0
+    got = _opens(verdict)
+    assert {g: got[g] for g in granted} == {g: 0 for g in granted}, got
+    assert {n: got[n] for n in neigh} == {n: errno.EACCES for n in neigh}, got
+
+
+# --- what the kernel says held, from inside the run (never the verdict's own word) ---
+
+KERNEL_STATUS = r'''
+import json, os
+st = {}
+for line in open("/proc/self/status"):
+    k, _, v = line.partition(":")
+    st[k] = v.split()
+# not dumpable: the kernel gives this process's /proc files to root, not to its own uid
+st["proc_owner"] = [str(os.stat("/proc/self/status").st_uid)]
+print("STATUS " + json.dumps(st), flush=True)
+'''
+KERNEL_PRCTL = PRELUDE + r'''
+bnd = [libc.prctl(23, c, 0, 0, 0) for c in range(64)]   # PR_CAPBSET_READ until EINVAL
+print("PRCTL " + json.dumps({"dumpable": libc.prctl(3, 0, 0, 0, 0),     # PR_GET_DUMPABLE
+                             "nnp": libc.prctl(39, 0, 0, 0, 0),         # PR_GET_NO_NEW_PRIVS
+                             "bounding": [c for c, v in enumerate(bnd) if v == 1],
+                             "known_caps": sum(1 for v in bnd if v >= 0)}), flush=True)
+'''
+
+
+def _line(verdict, tag):
+    got = [l for l in verdict["stdout"].splitlines() if l.startswith(tag + " ")]
+    assert got, verdict
+    return json.loads(got[0][len(tag) + 1:])
+
+
+def _check_status(st, seccomp_on):
+    for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert int(st[k][0], 16) == 0, (k, st[k])
+    assert st["NoNewPrivs"] == ["1"], st
+    assert st["Seccomp"] == (["2"] if seccomp_on else ["0"]), st
+    assert st["Uid"] == ["65534"] * 4 and st["Gid"] == ["65534"] * 4, st
+    assert st["Groups"] == [], st
+    assert st["proc_owner"] == ["0"], st
+
+
+def _check_prctl(pr):
+    assert pr["dumpable"] == 0 and pr["nnp"] == 1, pr
+    assert pr["known_caps"] >= 38 and pr["bounding"] == [], pr
+
+
+def test_kernel_view_of_the_worker_exec():
+    off = ["--disable-layer", "python", "--disable-layer", "landlock"]
+    # Landlock off: it would (rightly) refuse /proc; every other layer as shipped
+    verdict, rc, err = run_exec(KERNEL_STATUS, *off)
+    assert rc == 0, err
+    _check_status(_line(verdict, "STATUS"), seccomp_on=True)
+    # prctl is not in the allowlist: ask it with seccomp off
+    verdict, rc, err = run_exec(KERNEL_STATUS + KERNEL_PRCTL, *off, "--disable-layer", "seccomp")
+    assert rc == 0, err
+    _check_status(_line(verdict, "STATUS"), seccomp_on=False)
+    _check_prctl(_line(verdict, "PRCTL"))
+
+
+def test_kernel_view_of_the_worker_serve():
+    """A zygote's worker: the zygote emptied its bounding set once, each worker dropped the
+    rest. Spares are forked ahead of demand, so this is a spare's view."""
+    from servekit import Server
+    off = ["--workers", "1", "--disable-layer", "python", "--disable-layer", "landlock"]
+    for seccomp_on in (True, False):
+        s = Server(*off, *([] if seccomp_on else ["--disable-layer", "seccomp"]))
+        try:
+            st, _, v = s.exec(KERNEL_STATUS if seccomp_on else KERNEL_STATUS + KERNEL_PRCTL)
+            assert st == 200, v
+            _check_status(_line(v, "STATUS"), seccomp_on)
+            if not seccomp_on:
+                _check_prctl(_line(v, "PRCTL"))
+        finally:
+            s.stop()
