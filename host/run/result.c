@@ -4,6 +4,7 @@
 #include "result.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -190,20 +191,47 @@ static bool exc_from_sandbox(const struct report *rep)
 	return msg && !strncmp(msg, "pysnip: ", 8) && cJSON_GetArraySize(rep->denials) > 0;
 }
 
-/* EACCES/EPERM from the kernel with the Python layer silent: Landlock (or identity) said no. */
-static bool exc_from_kernel_denial(const struct report *rep, const struct ps_outcome *o)
+/* The errno of an uncaught OSError (pyshim reads OSError's own slot), or 0. */
+static int exc_errno(const struct report *rep)
 {
 	cJSON *e = rep->exception ? cJSON_GetObjectItemCaseSensitive(rep->exception, "errno") : NULL;
 
-	if (!exc_is(rep, "PermissionError") || !o->held.landlock_abi)
-		return false;
-	/* errno set by the kernel; a bare PermissionError("...") of the snippet's has none */
-	return cJSON_IsNumber(e) && (e->valueint == 13 || e->valueint == 1);
+	return cJSON_IsNumber(e) ? e->valueint : 0;
+}
+
+/* The kernel layer whose answer ended the snippet, the Python layer having said nothing:
+ * EACCES with Landlock held is Landlock's (it says EACCES for every file right it denies);
+ * EROFS in a mount namespace of ours is the read-only view outside scratch (namespaces.c).
+ * NULL: an ordinary error. errno comes from OSError's slot; a bare PermissionError("...")
+ * of the snippet's has none. */
+static const char *kernel_denial_layer(const struct report *rep, const struct ps_outcome *o)
+{
+	int err = exc_errno(rep);
+
+	if (err == EACCES && exc_is(rep, "PermissionError") && o->held.landlock_abi)
+		return "landlock";
+	if (err == EROFS && (o->held.namespaces & 0x00020000 /* CLONE_NEWNS */))
+		return "namespaces";
+	return NULL;
+}
+
+static bool exc_from_kernel_denial(const struct report *rep, const struct ps_outcome *o)
+{
+	return kernel_denial_layer(rep, o) != NULL;
 }
 
 static bool signaled(const struct ps_outcome *o, int sig)
 {
 	return o->reaped && WIFSIGNALED(o->wait_status) && WTERMSIG(o->wait_status) == sig;
+}
+
+/* The kernel killed the worker for a denied syscall: SIGSYS, with a filter loaded (held,
+ * reported before the snippet ran). The worker ignores every SIGSYS but the filter's own
+ * (seccomp.c), so a snippet raising SIGSYS never gets here; without a filter it is just a
+ * signal. */
+static bool seccomp_death(const struct ps_outcome *o)
+{
+	return signaled(o, SIGSYS) && o->have_held && o->held.seccomp != 0;
 }
 
 static uint64_t cpu_ms(const struct ps_outcome *o)
@@ -221,6 +249,10 @@ static bool memory_exhausted(const struct ps_outcome *o, const struct report *re
 					     "out of memory" };
 
 	if (rep->memory_error || exc_is(rep, "MemoryError") || o->cgroup_oom_kills)
+		return true;
+	/* An allocation the kernel refused under RLIMIT_AS surfaces as OSError(ENOMEM) from
+	 * mmap or a C library call, not as MemoryError. */
+	if (mem_limit && exc_errno(rep) == ENOMEM)
 		return true;
 	/* CPython failing an allocation deep inside (a frame for a runaway recursion) may raise
 	 * SystemError instead of MemoryError: count it when the run was at its memory limit. */
@@ -247,7 +279,7 @@ static enum ps_status classify(const struct ps_run *r, const struct ps_outcome *
 		return PS_STATUS_TIMEOUT;
 	if (o->output_capped || o->report_capped)
 		return PS_STATUS_OUTPUT_LIMIT;
-	if (signaled(o, SIGSYS))
+	if (seccomp_death(o))
 		return PS_STATUS_DENIED;
 	/* RLIMIT_CPU's hard limit is a SIGKILL from the kernel; rusage may read a little under
 	 * the cap (tick accounting), and nobody else killed it (we flag our own kills). */
@@ -368,7 +400,7 @@ static cJSON *denials_json(const struct ps_outcome *o, const struct report *rep,
 		if (cJSON_IsString(layer) && cJSON_IsString(event))
 			cJSON_AddItemToArray(out, cJSON_Duplicate(d, true));
 	}
-	if (signaled(o, SIGSYS)) {
+	if (seccomp_death(o)) {
 		const char *name = o->have_syscall
 					   ? ps_syscall_name_arch(o->syscall_nr, o->syscall_arch)
 					   : NULL;
@@ -389,12 +421,18 @@ static cJSON *denials_json(const struct ps_outcome *o, const struct report *rep,
 		cJSON_AddItemToArray(out, d);
 	} else if (st == PS_STATUS_DENIED && cJSON_GetArraySize(out) == 0) {
 		const char *fn = exc_str(rep, "filename");
+		const char *layer = kernel_denial_layer(rep, o);
+		cJSON *line;
 
 		d = cJSON_CreateObject();
-		cJSON_AddStringToObject(d, "layer", "landlock");
+		cJSON_AddStringToObject(d, "layer", layer ? layer : "landlock");
 		cJSON_AddStringToObject(d, "event", "filesystem");
 		cJSON_AddStringToObject(d, "detail", fn ? fn : exc_str(rep, "message"));
-		cJSON_AddNullToObject(d, "line");
+		line = rep->exception ? cJSON_GetObjectItemCaseSensitive(rep->exception, "line") : NULL;
+		if (cJSON_IsNumber(line))
+			cJSON_AddNumberToObject(d, "line", line->valuedouble);
+		else
+			cJSON_AddNullToObject(d, "line");
 		cJSON_AddItemToArray(out, d);
 	}
 	return out;

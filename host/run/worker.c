@@ -116,6 +116,16 @@ static int phase_stdio(struct ps_child *c)
 	return 0;
 }
 
+/* The rest of the host's tree read-only (Landlock can't stop chmod, chown or utimes) and
+ * a /proc of the workers' own PID namespace. */
+static int seal_view(struct ps_child *c, bool scratch_mounted)
+{
+	const struct ps_strlist *wp = &c->w->policy->write_paths;
+
+	return ps_ns_seal_view(c->scratch, scratch_mounted, (const char *const *)wp->items, wp->n,
+			       (c->w->ns_static & CLONE_NEWPID) != 0, &c->e);
+}
+
 /* The scratch directory becomes a size-capped tmpfs and the cwd. Needs mount privileges,
  * so it comes before the identity drop. A zygote's shared scratch path (ps_worker.
  * shared_scratch) is only a mountpoint: there the tmpfs is never optional. */
@@ -134,10 +144,16 @@ static int phase_scratch(struct ps_child *c)
 			if (layer_failed(c, PS_LAYER_NAMESPACES) < 0)
 				return -1;
 		}
-		if (ps_worker_mounts_scratch(c->w) &&
-		    ps_ns_mount_scratch(c->scratch, c->limits->scratch_bytes, uid, gid, &c->held,
-					&c->e) < 0 &&
-		    (shared || layer_failed(c, PS_LAYER_NAMESPACES) < 0))
+		bool mounted = ps_worker_mounts_scratch(c->w);
+
+		if (mounted && ps_ns_mount_scratch(c->scratch, c->limits->scratch_bytes, uid, gid,
+						   &c->held, &c->e) < 0) {
+			mounted = false;
+			if (shared || layer_failed(c, PS_LAYER_NAMESPACES) < 0)
+				return -1;
+		}
+		if ((ps_ns_fork_flags() & CLONE_NEWNS) && seal_view(c, mounted) < 0 &&
+		    layer_failed(c, PS_LAYER_NAMESPACES) < 0)
 			return -1;
 	}
 	if (chdir(c->scratch) < 0) {

@@ -129,5 +129,11 @@ bool ps_ns_probe_scratch_mount(const char *dir);
 /* Child: size-capped tmpfs on scratch, owned by uid:gid (needs a mount namespace). */
 int ps_ns_mount_scratch(const char *scratch, uint64_t bytes, uid_t uid, gid_t gid,
 			struct ps_held *held, struct ps_child_err *e);
+/* Child, in its mount namespace, after the scratch mount: every mount of the host's tree
+ * read-only but scratch and the rw paths (no write, chmod, chown, utimes or xattr change
+ * outside them, whatever the uid: Landlock has no right for metadata), and a /proc of our
+ * own PID namespace (own_pidns) or none. scratch_mounted: scratch is its own tmpfs. */
+int ps_ns_seal_view(const char *scratch, bool scratch_mounted, const char *const *rw, size_t n_rw,
+		    bool own_pidns, struct ps_child_err *e);
 
 #endif
