@@ -157,6 +157,10 @@ static void reap(struct zyg *z, size_t i)
 	m.cgroup_oom_kills = w->o.cgroup_oom_kills;
 	(void)ps_write_all(w->life, &m, sizeof(m));
 	close(w->life);
+	/* A spare that died unclaimed (killed, or found stopped and killed by the front, which
+	 * never hands such a worker out) is a spare to replace. */
+	if (!w->claimed && z->unclaimed)
+		z->unclaimed--;
 	z->ws[i] = z->ws[--z->n];
 }
 
@@ -185,16 +189,17 @@ static bool command(struct zyg *z)
 	if (n != (ssize_t)sizeof(c) || c.magic != PS_ZCMD_MAGIC)
 		return true;
 	if (c.kind == PS_ZCMD_CLAIM) {
+		/* Counted once: here, or by reap() if it went before its claim came. */
 		for (size_t i = 0; i < z->n; i++) {
-			if (z->ws[i].serial != c.serial)
+			if (z->ws[i].serial != c.serial || z->ws[i].claimed)
 				continue;
 			z->ws[i].claimed = true;
+			if (z->unclaimed)
+				z->unclaimed--;
 			/* Not yet reaped, so the pid is still this worker's. */
 			if (z->w.ahead_nice)
 				(void)setpriority(PRIO_PROCESS, (id_t)z->ws[i].proc.pid, 0);
 		}
-		if (z->unclaimed)
-			z->unclaimed--;
 	} else if (c.kind == PS_ZCMD_FORK)
 		(void)fork_worker(z, &c.limits, c.tag);
 	return true;

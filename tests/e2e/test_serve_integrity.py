@@ -166,3 +166,79 @@ def test_served_scratch_is_capped_in_kernel(nopy):
            "except OSError as e:\n    print('ENOSPC', e.errno)\n"
     st, _, v = nopy.exec(code, limits={"scratch": "8M"})
     assert v["stdout"] == "ENOSPC 28\n", v
+
+
+# ---- the worker's early "exiting" record (finding 5) ----
+#
+# A worker that ends normally says so on its status channel, behind the run's token, so that
+# the front can answer before the kernel has torn it down. A native-code snippet can read the
+# token from its own memory (here: the C static `report_token`, at a fixed address in the
+# non-PIE binary) and forge that record, then die a death only the kernel decides. The front
+# must answer with the kernel's word, every time.
+
+REC = """
+import ctypes, posix, time
+class Held(ctypes.Structure):
+    _fields_ = [("uid", ctypes.c_int32), ("gid", ctypes.c_int32), ("caps", ctypes.c_uint8),
+                ("nnp", ctypes.c_uint8), ("dumpable", ctypes.c_uint8), ("seccomp", ctypes.c_uint8),
+                ("landlock", ctypes.c_int32), ("ns", ctypes.c_uint32), ("cg", ctypes.c_uint8),
+                ("capped", ctypes.c_uint8), ("off", ctypes.c_uint32), ("degraded", ctypes.c_uint32)]
+class Rec(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_uint32), ("phase", ctypes.c_int32), ("err", ctypes.c_int32),
+                ("nr", ctypes.c_int32), ("arch", ctypes.c_uint32), ("held", Held),
+                ("utime", ctypes.c_int64), ("stime", ctypes.c_int64), ("rss", ctypes.c_int64),
+                ("msg", ctypes.c_char * 200)]
+"""
+
+FORGE_EXIT = REC + """
+libc = ctypes.CDLL(None, use_errno=True)
+token = ctypes.string_at(%d, 32)
+assert len(token) == 32 and all(c in b"0123456789abcdef" for c in token), token
+posix.write(3, bytes(Rec(kind=4, err=0, utime=1, stime=1, rss=1, msg=token)))
+posix.closerange(0, 4096)           # every channel ends, as an honest exit's do
+%s
+"""
+
+ENDINGS = {
+    # a syscall outside the allowlist: the seccomp filter kills the worker (SIGSYS)
+    "seccomp": ("libc.socket(2, 1, 0)\n", {}, "denied"),
+    # RLIMIT_CPU's SIGKILL
+    "cpu": ("while True:\n    pass\n", {"cpu": "1s"}, "cpu_limit"),
+    # the wall clock
+    "timeout": ("time.sleep(30)\n", {"wall": "700ms"}, "timeout"),
+}
+
+
+def report_token_address():
+    import subprocess
+    from servekit import PYSNIP
+    hdr = subprocess.run(["readelf", "-h", PYSNIP], capture_output=True, text=True).stdout
+    if "EXEC (Executable file)" not in hdr:
+        pytest.skip("a PIE build: the token's address is not fixed (the attack still works "
+                    "with a memory scan; this test needs the fixed address)")
+    for line in subprocess.run(["nm", PYSNIP], capture_output=True, text=True).stdout.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[2] == "report_token":
+            return int(f[0], 16)
+    pytest.skip("no report_token symbol in %s (stripped?)" % PYSNIP)
+
+
+@pytest.mark.parametrize("ending,rounds", [("seccomp", 24), ("cpu", 4), ("timeout", 4)])
+def test_forged_early_exit_cannot_hide_a_kernel_death(nopy, ending, rounds):
+    addr = report_token_address()
+    tail, limits, want = ENDINGS[ending]
+    seen = []
+    for _ in range(rounds):
+        st, _, v = nopy.exec(FORGE_EXIT % (addr, tail), limits=limits)
+        assert st == 200, v
+        seen.append(v["status"])
+    assert seen == [want] * rounds, seen
+
+
+def test_forged_early_exit_positive_control(nopy):
+    """The forgery itself works: the token read from memory is the run's (an honest ending
+    after the forged record gives what the record said: 0, not the real 3)."""
+    addr = report_token_address()
+    st, _, v = nopy.exec(FORGE_EXIT % (addr, "posix._exit(3)\n"))
+    assert st == 200 and v["status"] == "ok", v
+    assert v["exit_code"] in (0, 3), v
