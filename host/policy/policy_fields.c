@@ -439,7 +439,9 @@ static const struct field limit_fields[] = {
 	UNIT("file_size", limits.file_size_bytes, size_kind, 0, UINT64_MAX),
 	COUNT("open_files", limits.open_files, apply_u64, 1, 1 << 20),	/* fs.nr_open */
 	COUNT("processes", limits.processes, apply_u64, 1, 4194304),	/* PID_MAX_LIMIT */
-	UNIT("scratch", limits.scratch_bytes, size_kind, 0, UINT64_MAX),
+	/* At least a page: tmpfs reads size=0 as "no limit", the opposite of what 0 means for
+	 * every other limit here (the tightest: no output, no byte of file). */
+	UNIT("scratch", limits.scratch_bytes, size_kind, 4096, UINT64_MAX),
 	{ 0 },
 };
 

@@ -309,7 +309,9 @@ static void child_report(struct ps_child *c, uint32_t kind, int phase)
 /* A zygote's worker says how it ends before it does, once its report is written: the exit
  * code and its usage, behind the run's token, with its output and channels closed. The front
  * can answer then instead of waiting for the kernel to tear the worker's address space down
- * (about a millisecond). The kernel's word (wait4) still decides every other ending. */
+ * (about a millisecond), but only once /proc shows this process in its own exit (supervise.c):
+ * the snippet can forge this record, not that. So _exit follows the write at once. The
+ * kernel's word (wait4) still decides every other ending. */
 static void child_report_exit(struct ps_child *c, int rc)
 {
 	struct ps_status_rec rec;
@@ -328,7 +330,6 @@ static void child_report_exit(struct ps_child *c, int rc)
 	rec.maxrss_kb = ru.ru_maxrss;
 	snprintf(rec.msg, sizeof(rec.msg), "%s", c->token);
 	(void)ps_write_all(c->status, &rec, sizeof(rec));
-	close(c->status);
 }
 
 void ps_worker_child_main(struct ps_child *c)

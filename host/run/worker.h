@@ -132,9 +132,13 @@ struct ps_supervise_fds {
 	int life;
 	const char *feed;			/* written to in, then in is closed */
 	size_t feed_len;
-	/* a zygote's worker without a per-run cgroup: its PS_REC_EXIT (behind the token) ends
-	 * the run once its channels are closed, without waiting for the exit to complete */
+	/* A zygote's worker without a per-run cgroup, which cannot have a second thread: its
+	 * PS_REC_EXIT (behind the token) ends the run once its channels are closed and
+	 * /proc/PID/stat (procstat, opened while it was alive) shows it in its own exit, not a
+	 * signal's: nothing of it can run again, so no kernel death can follow the record. The
+	 * answer need not wait for the exit to complete. */
 	bool early_exit;
+	int procstat;				/* -1: none, the record is never enough */
 };
 
 #define PS_REAPED_MAGIC 0x64707270u	/* "prpd" */

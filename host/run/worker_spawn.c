@@ -206,7 +206,8 @@ int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const 
 	memset(o, 0, sizeof(*o));
 	memset(p, 0, sizeof(*p));
 	p->pid = -1;
-	p->f = (struct ps_supervise_fds){ -1, -1, -1, -1, -1, -1, -1, NULL, 0, false };
+	p->f = (struct ps_supervise_fds){ .out = -1, .err = -1, .status = -1, .report = -1,
+					  .in = -1, .pidfd = -1, .life = -1, .procstat = -1 };
 	p->cg.dir_fd = -1;
 	memset(&c, 0, sizeof(c));
 	c.w = w;

@@ -392,22 +392,27 @@ int ps_ns_mount_scratch(const char *scratch, uint64_t bytes, uid_t uid, gid_t gi
 			struct ps_held *held, struct ps_child_err *e)
 {
 	char opts[128];
-	int n;
 
 	if (private_mount_ns(e) < 0)
 		return -1;
-	/* The inode cap keeps a flood of empty files from costing kernel memory unbounded. */
-	n = ps_fmt(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u,nr_inodes=%llu", (unsigned)uid,
-		   (unsigned)gid, (unsigned long long)(bytes ? bytes / 4096 + 1024 : 65536));
-	if (bytes)
-		ps_fmt(opts + n, sizeof(opts) - (size_t)n, ",size=%llu", (unsigned long long)bytes);
+	/* tmpfs reads size=0 (or no size) as "half the RAM": a 0 here would loosen the policy,
+	 * so it is refused (the schema keeps scratch at 4K or more). The inode cap keeps a
+	 * flood of empty files from costing kernel memory unbounded. */
+	if (bytes == 0) {
+		ps_child_err_set(e, EINVAL, "mount(tmpfs on %s): size 0 would mean no limit",
+				 scratch);
+		return -1;
+	}
+	ps_fmt(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u,nr_inodes=%llu,size=%llu",
+	       (unsigned)uid, (unsigned)gid, (unsigned long long)(bytes / 4096 + 1024),
+	       (unsigned long long)bytes);
 	if (mount("pysnip-scratch", scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0) {
 		ps_child_err_set(e, errno, "mount(tmpfs on %s, %s): %s", scratch, opts,
 				 ps_errstr(errno));
 		return -1;
 	}
 	held->namespaces |= forked_ns | CLONE_NEWNS;
-	held->scratch_capped = bytes != 0;
+	held->scratch_capped = true;
 	return 0;
 }
 

@@ -13,12 +13,14 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "accept.h"
 #include "python/interp.h"
+#include "run/procstat.h"
 #include "run/result.h"
 #include "util/util.h"
 #include "run/worker.h"
@@ -416,16 +418,34 @@ static void renice(const struct ps_zidle *e, int nice)
 		(void)setpriority(PRIO_PROCESS, (id_t)e->w.pid, nice);
 }
 
+/* A worker from the pool is handed a request only alive and running: not dead, not stopped
+ * (SIGSTOP from whoever could signal its uid, a tracer). Its /proc/PID/stat, opened here while
+ * it is known alive, is kept for the run (supervise.c: the exit record's check). The fd, or
+ * -1: the worker is no use; it is killed (the zygote reaps it and forks a replacement). */
+static int usable(const struct ps_zidle *e)
+{
+	struct ps_procstat st;
+	int fd = e->w.pid > 0 ? ps_procstat_open(e->w.pid, e->fd[5]) : -ESRCH;
+
+	if (fd >= 0 && ps_procstat_read(fd, &st) == 0 && !ps_procstat_unusable(&st))
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	(void)syscall(SYS_pidfd_send_signal, e->fd[5], SIGKILL, NULL, 0);
+	return -1;
+}
+
 /* Supervise the run on a worker from the pool, here in the request's thread. */
-static void run_on(struct ps_zygote *z, struct ps_zidle *e, const struct ps_policy *p,
+static void run_on(struct ps_zygote *z, struct ps_zidle *e, int procstat, const struct ps_policy *p,
 		   const struct ps_run *r, struct ps_outcome *o)
 {
 	struct ps_wreq q = { .magic = PS_WREQ_MAGIC, .code_len = r->code_len, .limits = r->limits };
 	struct ps_supervise_fds f = { .in = e->fd[0], .out = e->fd[1], .err = e->fd[2],
 				      .status = e->fd[3], .report = e->fd[4], .pidfd = e->fd[5],
-				      .life = e->fd[6],
-				      /* a cgroup's figures come only with the reaping */
-				      .early_exit = !p->cgroup_parent };
+				      .life = e->fd[6], .procstat = procstat,
+				      /* a cgroup's figures come only with the reaping; a second
+				       * thread could die of a signal after the first exits */
+				      .early_exit = !p->cgroup_parent && !p->threads };
 	size_t len = sizeof(q) + r->code_len + r->stdin_len;
 	char *feed = malloc(len);
 
@@ -451,9 +471,10 @@ static void run_on(struct ps_zygote *z, struct ps_zidle *e, const struct ps_poli
 	 * background work again. */
 	if (o->self_exit)
 		renice(e, 19);
-	/* ps_supervise closed the five channels; the pidfd and the life pipe are ours. */
+	/* ps_supervise closed the five channels; the pidfd, the life pipe and /proc are ours. */
 	close(e->fd[5]);
 	close(e->fd[6]);
+	close(procstat);
 	free(feed);
 	if (!o->reaped && !strstr(o->host_error, "zygote"))
 		snprintf(o->host_error, sizeof(o->host_error), "zygote %s: the worker was lost",
@@ -468,6 +489,7 @@ int ps_zygote_call(struct ps_zygote *z, const struct ps_policy *p, const struct 
 	struct ps_outcome o;
 	struct ps_zidle e;
 	bool own = needs_own_worker(p, r);
+	int procstat;
 
 	memset(a, 0, sizeof(*a));
 	a->status = -1;
@@ -476,17 +498,25 @@ int ps_zygote_call(struct ps_zygote *z, const struct ps_policy *p, const struct 
 		c.limits = r->limits;
 		c.tag = __atomic_add_fetch(&z->next_tag, 1, __ATOMIC_RELAXED);
 	}
-	if (take(z, own ? &c : NULL, deadline, &e) < 0) {
-		snprintf(a->error, sizeof(a->error), "zygote %s: no worker in %d s (zygote down?)",
-			 z->name, RESTART_WAIT_MS / 1000);
-		return -1;
+	for (;;) {
+		if (take(z, own ? &c : NULL, deadline, &e) < 0) {
+			snprintf(a->error, sizeof(a->error), "zygote %s: no worker in %d s (zygote "
+				 "down?)", z->name, RESTART_WAIT_MS / 1000);
+			return -1;
+		}
+		if ((procstat = usable(&e)) >= 0)
+			break;
+		/* never claimed: the zygote counts it as a spare lost, and replaces it */
+		close_idle(&e);
+		if (own)	/* ask again for the one forked for us */
+			c.tag = __atomic_add_fetch(&z->next_tag, 1, __ATOMIC_RELAXED);
 	}
 	if (!own) {
 		c.kind = PS_ZCMD_CLAIM;
 		c.serial = e.w.serial;
 		send_cmd(z, &c);
 	}
-	run_on(z, &e, p, r, &o);
+	run_on(z, &e, procstat, p, r, &o);
 	a->json = ps_verdict_render(p, r, &o, false);
 	ps_outcome_free(&o);
 	if (!a->json) {

@@ -566,6 +566,12 @@ static void test_overrides(void)
 	CHECK_CONTAINS(err, "limits.open_files: not a limit that can be overridden");
 	CHECK(ps_policy_override(&p, "bogus", "1s", false, err, sizeof(err)) == -1);
 	CHECK_CONTAINS(err, "limits.bogus: not a limit that can be overridden");
+	/* 0 is the tightest value or refused, never "no limit": a tmpfs cannot be 0 bytes */
+	CHECK(ps_policy_override(&p, "scratch", "0", true, err, sizeof(err)) == -1);
+	CHECK_STR(err, "limits.scratch: must be at least 4K");
+	CHECK(ps_policy_override(&p, "scratch", "0", false, err, sizeof(err)) == -1);
+	CHECK(ps_policy_override(&p, "file_size", "0", true, err, sizeof(err)) == 0);
+	CHECK(p.limits.file_size_bytes == 0);
 	ps_policy_free(&p);
 }
 

@@ -1,0 +1,32 @@
+/* Another process's state as the kernel shows it in /proc/PID/stat, for the parent side of a
+ * run: the front checks that a spare is alive and not stopped before handing it a request, and
+ * that a worker which said it is exiting really is (supervise.c). */
+#ifndef PS_PROCSTAT_H
+#define PS_PROCSTAT_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct ps_procstat {
+	char state;		/* R, S, D, T, t, Z, X, ... */
+	unsigned long flags;	/* the task's PF_* flags */
+	long threads;		/* threads not yet released */
+};
+
+/* Open /proc/PID/stat, then check through pidfd that the process had not exited by then: the
+ * descriptor holds the process's struct pid, so it never shows another process, even once the
+ * pid is reaped and reused. The fd, or -errno (-ESRCH: already gone). */
+int ps_procstat_open(pid_t pid, int pidfd);
+/* 0, or -errno (-ESRCH once the process is reaped). */
+int ps_procstat_read(int fd, struct ps_procstat *st);
+
+/* The process left user space for good by its own exit (exit_group), not by a signal: every
+ * thread gone but the one in do_exit. Nothing of it can run again, so no kernel death (a
+ * seccomp kill, RLIMIT_CPU's SIGKILL) can follow. */
+bool ps_procstat_exiting_by_itself(const struct ps_procstat *st);
+/* Dying of a signal (a fatal one was taken: its do_exit follows). */
+bool ps_procstat_signaled(const struct ps_procstat *st);
+/* Dead or stopped (SIGSTOP, ptrace): no use for a run. */
+bool ps_procstat_unusable(const struct ps_procstat *st);
+
+#endif

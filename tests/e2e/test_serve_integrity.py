@@ -1,0 +1,244 @@
+"""`pysnip serve`: what a request can and cannot change, seen from inside the run.
+
+Every assertion about a limit reads the kernel's view from inside the served worker
+(getrlimit through the `resource` C module with the Python layer off, statvfs of the scratch),
+never the verdict's `limits` block, which is pysnip's own bookkeeping."""
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from conftest import needs_rlimit_as
+from servekit import Server, wait_for
+
+MiB = 1 << 20
+
+# The policy's limits as the kernel should hold them in a served `default` worker.
+DEFAULT = {"cpu": 2, "memory": 256 * MiB, "file_size": 16 * MiB, "scratch": 64 * MiB,
+           "wall_ms": 5000, "output": MiB}
+
+PROBE = """
+import json, os, resource
+def lim(r):
+    return resource.getrlimit(r)
+s = os.statvfs(".")
+print(json.dumps({
+    "cpu": lim(resource.RLIMIT_CPU), "as": lim(resource.RLIMIT_AS),
+    "data": lim(resource.RLIMIT_DATA), "fsize": lim(resource.RLIMIT_FSIZE),
+    "nofile": lim(resource.RLIMIT_NOFILE), "nproc": lim(resource.RLIMIT_NPROC),
+    "scratch": s.f_blocks * s.f_frsize}))
+"""
+
+INF = resource_inf = -1        # resource.RLIM_INFINITY as Python reports it
+
+
+@pytest.fixture(scope="module")
+def nopy():
+    """A server whose workers have the Python layer off, so `resource` can be imported."""
+    s = Server("--workers", "2", "--policy", "default,notebook", "--disable-layer", "python")
+    yield s
+    s.stop()
+
+
+def probe(srv, limits=None, policy=None):
+    kw = {}
+    if limits is not None:
+        kw["limits"] = limits
+    if policy:
+        kw["policy"] = policy
+    st, _, v = srv.exec(PROBE, **kw)
+    return st, v
+
+
+def kernel_view(v):
+    assert v["status"] == "ok", v
+    return json.loads(v["stdout"])
+
+
+def capped(pair, cap):
+    """An rlimit (soft, hard) that holds at most cap: neither is infinite nor above it."""
+    return all(x != INF and 0 <= x <= cap for x in pair)
+
+
+def test_probe_positive_control(nopy):
+    """The policy's own limits, as the kernel holds them: the probe sees what it must."""
+    st, v = probe(nopy)
+    k = kernel_view(v)
+    assert tuple(k["cpu"]) == (2, 2)
+    if not os.environ.get("PYSNIP_SANITIZER"):
+        assert tuple(k["as"]) == (DEFAULT["memory"],) * 2
+    assert tuple(k["fsize"]) == (DEFAULT["file_size"],) * 2
+    assert tuple(k["nofile"]) == (64, 64)
+    if v["sandbox"]["scratch"] == "tmpfs":
+        assert k["scratch"] == DEFAULT["scratch"]
+
+
+# Every key a request may set, with the values that once loosened it (0 read as "no limit")
+# and a real tightening. The request is refused (400 naming the field) or the kernel's limit
+# inside the run is at most the policy's: never looser.
+TIGHTER = {"cpu": "1s", "memory": "64M", "file_size": "1M", "scratch": "8M", "wall": "1s",
+           "output": "1K"}
+
+
+@pytest.mark.parametrize("key", sorted(TIGHTER))
+@pytest.mark.parametrize("value", [0, "0", "0K", "1", 1, "tighter"])
+def test_request_limit_never_looser_than_policy(nopy, key, value):
+    val = TIGHTER[key] if value == "tighter" else value
+    st, v = probe(nopy, limits={key: val})
+    if st == 400:
+        assert v["field"] == "limits." + key, v
+        assert value != "tighter", v
+        return
+    assert st == 200, v
+    if key in ("wall", "output"):
+        # enforced by the supervisor, not an rlimit: a tiny wall clock times the run out,
+        # a tiny output cap cuts it; never more than the policy's
+        assert v["status"] in ("ok", "timeout", "output_limit"), v
+        assert v["usage"]["wall_ms"] < DEFAULT["wall_ms"], v
+        if key == "output":
+            assert len(v["stdout"].encode()) <= 1024, v
+        return
+    if v["status"] != "ok":
+        # so tight that the probe could not run (1 byte of file size still runs; 1 byte of
+        # memory does not): the kernel said so, which is a tightening too
+        assert key in ("memory", "cpu"), v
+        return
+    k = kernel_view(v)
+    if key == "cpu":
+        assert capped(k["cpu"], DEFAULT["cpu"]), k
+    elif key == "memory":
+        if not os.environ.get("PYSNIP_SANITIZER"):
+            assert capped(k["as"], DEFAULT["memory"]) and capped(k["data"], DEFAULT["memory"]), k
+    elif key == "file_size":
+        assert capped(k["fsize"], DEFAULT["file_size"]), k
+    elif key == "scratch":
+        assert v["sandbox"]["scratch"] == "tmpfs", v
+        assert 0 < k["scratch"] <= DEFAULT["scratch"], k
+
+
+def test_zero_file_size_means_no_byte(nopy):
+    """file_size 0 is the tightest limit, the same meaning as everywhere else: no byte."""
+    code = ("import os\nfd = os.open('f', os.O_WRONLY | os.O_CREAT)\n"
+            "try:\n    os.write(fd, b'x')\nexcept OSError as e:\n    print('EFBIG', e.errno)\n")
+    st, _, v = nopy.exec(code, limits={"file_size": 0})
+    assert st == 200 and v["stdout"] == "EFBIG 27\n", v
+    st, _, v = nopy.exec(code)          # control: the policy's 16M lets the byte through
+    assert st == 200 and v["stdout"] == "", v
+
+
+def test_zero_output_means_no_byte(nopy):
+    st, _, v = nopy.exec("print('x' * 100)", limits={"output": 0})
+    assert st == 200 and v["status"] == "output_limit" and v["stdout"] == "", v
+
+
+@needs_rlimit_as
+def test_served_memory_limit_is_applied(nopy):
+    """A request's tightened memory limit holds in the kernel: 150 MB under 64M fails."""
+    code = "try:\n    b = bytearray(150 * 1024 * 1024)\n    print('allocated')\n" \
+           "except MemoryError:\n    print('refused')\n"
+    st, _, v = nopy.exec(code, limits={"memory": "64M"})
+    assert st == 200 and v["stdout"] == "refused\n", v
+    st, _, v = nopy.exec(code)          # control: the policy's 256M allows it
+    assert st == 200 and v["stdout"] == "allocated\n", v
+
+
+def test_served_tightened_rlimits_in_kernel(nopy):
+    st, v = probe(nopy, limits={"cpu": "1s", "file_size": "1M", "memory": "64M"})
+    k = kernel_view(v)
+    assert tuple(k["cpu"]) == (1, 1)
+    assert tuple(k["fsize"]) == (MiB, MiB)
+    if not os.environ.get("PYSNIP_SANITIZER"):
+        assert tuple(k["as"]) == (64 * MiB, 64 * MiB)
+
+
+def test_served_scratch_is_capped_in_kernel(nopy):
+    """The scratch is a tmpfs of the policy's size, or the request's tighter one."""
+    st, v = probe(nopy)
+    if v["sandbox"]["scratch"] != "tmpfs":
+        pytest.skip("no mount namespace for the scratch tmpfs on this host")
+    assert kernel_view(v)["scratch"] == DEFAULT["scratch"]
+    st, v = probe(nopy, limits={"scratch": "8M"})
+    assert kernel_view(v)["scratch"] == 8 * MiB
+    # and what the size means: 9 MiB cannot be written into 8M
+    code = "try:\n    open('big', 'wb').write(b'x' * (9 << 20))\n    print('wrote')\n" \
+           "except OSError as e:\n    print('ENOSPC', e.errno)\n"
+    st, _, v = nopy.exec(code, limits={"scratch": "8M"})
+    assert v["stdout"] == "ENOSPC 28\n", v
+
+
+# ---- the worker's early "exiting" record (finding 5) ----
+#
+# A worker that ends normally says so on its status channel, behind the run's token, so that
+# the front can answer before the kernel has torn it down. A native-code snippet can read the
+# token from its own memory (here: the C static `report_token`, at a fixed address in the
+# non-PIE binary) and forge that record, then die a death only the kernel decides. The front
+# must answer with the kernel's word, every time.
+
+REC = """
+import ctypes, posix, time
+class Held(ctypes.Structure):
+    _fields_ = [("uid", ctypes.c_int32), ("gid", ctypes.c_int32), ("caps", ctypes.c_uint8),
+                ("nnp", ctypes.c_uint8), ("dumpable", ctypes.c_uint8), ("seccomp", ctypes.c_uint8),
+                ("landlock", ctypes.c_int32), ("ns", ctypes.c_uint32), ("cg", ctypes.c_uint8),
+                ("capped", ctypes.c_uint8), ("off", ctypes.c_uint32), ("degraded", ctypes.c_uint32)]
+class Rec(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_uint32), ("phase", ctypes.c_int32), ("err", ctypes.c_int32),
+                ("nr", ctypes.c_int32), ("arch", ctypes.c_uint32), ("held", Held),
+                ("utime", ctypes.c_int64), ("stime", ctypes.c_int64), ("rss", ctypes.c_int64),
+                ("msg", ctypes.c_char * 200)]
+"""
+
+FORGE_EXIT = REC + """
+libc = ctypes.CDLL(None, use_errno=True)
+token = ctypes.string_at(%d, 32)
+assert len(token) == 32 and all(c in b"0123456789abcdef" for c in token), token
+posix.write(3, bytes(Rec(kind=4, err=0, utime=1, stime=1, rss=1, msg=token)))
+posix.closerange(0, 4096)           # every channel ends, as an honest exit's do
+%s
+"""
+
+ENDINGS = {
+    # a syscall outside the allowlist: the seccomp filter kills the worker (SIGSYS)
+    "seccomp": ("libc.socket(2, 1, 0)\n", {}, "denied"),
+    # RLIMIT_CPU's SIGKILL
+    "cpu": ("while True:\n    pass\n", {"cpu": "1s"}, "cpu_limit"),
+    # the wall clock
+    "timeout": ("time.sleep(30)\n", {"wall": "700ms"}, "timeout"),
+}
+
+
+def report_token_address():
+    import subprocess
+    from servekit import PYSNIP
+    hdr = subprocess.run(["readelf", "-h", PYSNIP], capture_output=True, text=True).stdout
+    if "EXEC (Executable file)" not in hdr:
+        pytest.skip("a PIE build: the token's address is not fixed (the attack still works "
+                    "with a memory scan; this test needs the fixed address)")
+    for line in subprocess.run(["nm", PYSNIP], capture_output=True, text=True).stdout.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[2] == "report_token":
+            return int(f[0], 16)
+    pytest.skip("no report_token symbol in %s (stripped?)" % PYSNIP)
+
+
+@pytest.mark.parametrize("ending,rounds", [("seccomp", 24), ("cpu", 4), ("timeout", 4)])
+def test_forged_early_exit_cannot_hide_a_kernel_death(nopy, ending, rounds):
+    addr = report_token_address()
+    tail, limits, want = ENDINGS[ending]
+    seen = []
+    for _ in range(rounds):
+        st, _, v = nopy.exec(FORGE_EXIT % (addr, tail), limits=limits)
+        assert st == 200, v
+        seen.append(v["status"])
+    assert seen == [want] * rounds, seen
+
+
+def test_forged_early_exit_positive_control(nopy):
+    """The forgery itself works: the token read from memory is the run's (an honest ending
+    after the forged record gives what the record said: 0, not the real 3)."""
+    addr = report_token_address()
+    st, _, v = nopy.exec(FORGE_EXIT % (addr, "posix._exit(3)\n"))
+    assert st == 200 and v["status"] == "ok", v
+    assert v["exit_code"] in (0, 3), v
