@@ -43,6 +43,10 @@ static const struct opt opts[] = {
 	{ "--queue", OPT_LONG, SERVE, F(queue), 0, "N", "queued requests before 429" },
 	{ "--header-timeout", OPT_STRING, SERVE, F(header_timeout), 0, "DURATION",
 	  "a connection is cut if no request on it passed auth this long after connecting (10s)" },
+	{ "--seccomp-profile", OPT_STRING, EXEC | CHECK, F(seccomp_profile), 0, "FILE",
+	  "a Docker/OCI seccomp profile in place of the policy's syscall groups" },
+	{ "--strict", OPT_FLAG, CHECK, F(strict), 0, NULL,
+	  "a profile's unknown syscall names are an error, not a warning" },
 	{ "--pretty", OPT_FLAG, EXEC | CHECK, F(pretty), 0, NULL, "indent the JSON" },
 	{ "--help", OPT_FLAG, EXEC | CHECK | SERVE, F(help), 0, NULL, "this help" },
 };
@@ -56,7 +60,8 @@ const char *ps_override_field(enum ps_override ov)
 
 static const char *const usages[] = {
 	[PS_CMD_EXEC] = "usage: pysnip exec [OPTIONS] FILE|-",
-	[PS_CMD_CHECK_POLICY] = "usage: pysnip check-policy [--pretty] NAME|PATH",
+	[PS_CMD_CHECK_POLICY] = "usage: pysnip check-policy [--pretty] [--seccomp-profile FILE "
+				"[--strict]] [NAME|PATH]",
 	[PS_CMD_SERVE] = "usage: pysnip serve [OPTIONS]",
 };
 

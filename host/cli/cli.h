@@ -21,6 +21,8 @@ struct ps_opts {
 	const char *token_file;		/* serve --token-file */
 	long workers, queue;		/* serve --workers/--queue */
 	const char *header_timeout;	/* serve --header-timeout */
+	const char *seccomp_profile;	/* --seccomp-profile FILE (exec, check-policy) */
+	bool strict;			/* check-policy --strict: warnings are errors */
 };
 
 enum ps_cmd_kind { PS_CMD_EXEC, PS_CMD_CHECK_POLICY, PS_CMD_SERVE };

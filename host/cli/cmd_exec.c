@@ -5,8 +5,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 #include "commands.h"
+#include "policy/seccomp_profile.h"
 #include "http_client.h"
 #include "python/interp.h"
 #include "run/result.h"
@@ -37,6 +40,12 @@ static int load_policy(const struct ps_opts *o, struct ps_policy *p)
 
 	if (ps_policy_load(o->policy, p, err, sizeof(err)) < 0) {
 		ps_err("%s", err);
+		return PS_EXIT_USAGE;
+	}
+	if (o->seccomp_profile &&
+	    ps_policy_set_seccomp_profile(p, o->seccomp_profile, err, sizeof(err)) < 0) {
+		ps_err("--seccomp-profile: %s", err);
+		ps_policy_free(p);
 		return PS_EXIT_USAGE;
 	}
 	for (int i = 0; i < PS_OV_COUNT; i++) {
@@ -182,14 +191,60 @@ int ps_cmd_exec(int argc, char **argv)
 	return ret;
 }
 
+static cJSON *strlist_json(const struct ps_strlist *l)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (size_t i = 0; a && i < l->n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(l->items[i]));
+	return a;
+}
+
+static void warn_list(const char *profile, bool warning, const char *what,
+		      const struct ps_strlist *l)
+{
+	size_t used = 0;
+	char names[2048];
+
+	names[0] = '\0';
+	for (size_t i = 0; i < l->n && used < sizeof(names); i++)
+		used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
+					 l->items[i]);
+	ps_err("%sprofile %s: %zu %s: %s", warning ? "warning: " : "", profile, l->n, what, names);
+}
+
+/* The resolved policy, and for a profile what of it pysnip did not take as written. */
+static char *check_json(const struct ps_policy *p, const struct ps_filter_report *rep,
+			bool pretty)
+{
+	char *text = ps_policy_to_json(p, false), *s;
+	cJSON *root = text ? cJSON_Parse(text) : NULL, *o;
+
+	free(text);
+	if (!root)
+		return NULL;
+	if (p->seccomp_profile && (o = cJSON_AddObjectToObject(root, "seccomp_profile"))) {
+		cJSON_AddStringToObject(o, "path", p->seccomp_profile_path);
+		cJSON_AddNumberToObject(o, "entries", (double)p->seccomp_profile->nrules);
+		cJSON_AddNumberToObject(o, "entries_not_for_this_host",
+					(double)p->seccomp_profile->skipped);
+		cJSON_AddItemToObject(o, "overridden", strlist_json(&rep->overridden));
+		cJSON_AddItemToObject(o, "unknown_syscalls", strlist_json(&rep->unknown));
+		cJSON_AddItemToObject(o, "other_architectures", strlist_json(&rep->foreign));
+	}
+	s = pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	return s;
+}
+
 int ps_cmd_check_policy(int argc, char **argv)
 {
 	struct ps_opts o;
 	struct ps_policy p;
 	struct ps_strlist modules = { 0 };
+	struct ps_filter_report rep = { 0 };
 	struct ps_filter *f = NULL;
 	char err[512];
-	char *json;
 	int ret;
 
 	if (ps_cli_parse(PS_CMD_CHECK_POLICY, argc, argv, &o) < 0)
@@ -202,14 +257,23 @@ int ps_cmd_check_policy(int argc, char **argv)
 	if (ret)
 		return ret;
 	if (ps_policy_modules(&p, &modules, err, sizeof(err)) < 0 ||
-	    ps_filter_build(&p, &f, err, sizeof(err)) < 0) {
+	    ps_filter_build_report(&p, &f, &rep, err, sizeof(err)) < 0) {
 		ps_err("%s", err);
 		ret = PS_EXIT_USAGE;
 		goto out;
 	}
-	json = ps_policy_to_json(&p, o.pretty);
-	ret = emit(json);
+	/* As runc and crun: names the library does not know are skipped, with a warning. */
+	if (rep.unknown.n)
+		warn_list(p.seccomp_profile_path, !o.strict,
+			  o.strict ? "unknown syscalls (--strict)" : "unknown syscalls, ignored",
+			  &rep.unknown);
+	if (rep.unknown.n && o.strict) {
+		ret = PS_EXIT_USAGE;
+		goto out;
+	}
+	ret = emit(check_json(&p, &rep, o.pretty));
 out:
+	ps_filter_report_free(&rep);
 	ps_filter_free(f);
 	ps_strlist_free(&modules);
 	ps_policy_free(&p);

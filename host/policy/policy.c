@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "policy_impl.h"
+#include "seccomp_profile.h"
 #include "util/util.h"
 
 #define POLICY_MAX_BYTES (1024 * 1024)
@@ -131,27 +132,32 @@ static int check_text(const struct ps_pctx *c, const char *buf, size_t len)
 	return 0;
 }
 
-static int read_json(const struct ps_pctx *c, const char *path, cJSON **root)
+int ps_policy_parse_json(const struct ps_pctx *c, const char *buf, size_t len, cJSON **root)
 {
 	const char *end = NULL;
-	char *buf = NULL;
-	size_t len, line, col;
+	size_t line, col;
 
-	if (read_text(c, path, &buf, &len) < 0)
-		return -1;
 	if (check_text(c, buf, len) < 0)
-		goto fail;
+		return -1;
 	*root = cJSON_ParseWithLengthOpts(buf, len + 1, &end, true);
 	if (!*root) {
 		line_col(buf, end ? (size_t)(end - buf) : 0, &line, &col);
-		ps_pfail(c, NULL, "invalid JSON near line %zu, column %zu", line, col);
-		goto fail;
+		return ps_pfail(c, NULL, "invalid JSON near line %zu, column %zu", line, col);
 	}
-	free(buf);
 	return 0;
-fail:
+}
+
+int ps_policy_read_json(const struct ps_pctx *c, const char *path, cJSON **root)
+{
+	char *buf = NULL;
+	size_t len;
+	int ret;
+
+	if (read_text(c, path, &buf, &len) < 0)
+		return -1;
+	ret = ps_policy_parse_json(c, buf, len, root);
 	free(buf);
-	return -1;
+	return ret;
 }
 
 /* ---- names and paths ---- */
@@ -342,12 +348,24 @@ static int check_merged(const struct ps_pctx *c, const struct ps_policy *p)
 	return 0;
 }
 
+/* A profile is the allowlist in place of the built-in groups and of what a parent listed;
+ * groups and syscalls listed in the file that names the profile (or in its child) are added. */
+static void drop_lists_under_profile(struct ps_policy *p)
+{
+	if (!p->seccomp_profile)
+		return;
+	if (p->groups_level < p->profile_level)
+		ps_strlist_free(&p->syscall_groups);
+	if (p->allow_level < p->profile_level)
+		ps_strlist_free(&p->syscalls_allow);
+}
+
 /* The parent, if any, applied onto p. Its own errors name its own file. */
 static int apply_parent(const struct ps_pctx *c, const cJSON *root, struct ps_policy *p)
 {
 	const cJSON *ext = cJSON_GetObjectItemCaseSensitive(root, "extends");
 	char ppath[PATH_MAX + 64];
-	struct ps_pctx pc = { ppath, c->err, c->errlen };
+	struct ps_pctx pc = { ppath, c->err, c->errlen, NULL, 1 };
 	cJSON *proot = NULL;
 	const cJSON *pext;
 	int ret = -1;
@@ -361,7 +379,7 @@ static int apply_parent(const struct ps_pctx *c, const cJSON *root, struct ps_po
 	p->extends = strdup(ext->valuestring);
 	if (!p->extends)
 		return ps_pfail(c, "extends", "out of memory");
-	if (read_json(&pc, ppath, &proot) < 0)
+	if (ps_policy_read_json(&pc, ppath, &proot) < 0)
 		return -1;
 	pext = cJSON_IsObject(proot) ? cJSON_GetObjectItemCaseSensitive(proot, "extends") : NULL;
 	if (pext) {
@@ -378,7 +396,7 @@ out:
 
 int ps_policy_load(const char *name_or_path, struct ps_policy *out, char *err, size_t errlen)
 {
-	struct ps_pctx c = { name_or_path, err, errlen };
+	struct ps_pctx c = { name_or_path, err, errlen, NULL, 2 };
 	cJSON *root = NULL;
 	int ret = -1;
 
@@ -391,7 +409,7 @@ int ps_policy_load(const char *name_or_path, struct ps_policy *out, char *err, s
 		ps_pfail(&c, NULL, "out of memory");
 		goto out;
 	}
-	if (read_json(&c, out->path, &root) < 0)
+	if (ps_policy_read_json(&c, out->path, &root) < 0)
 		goto out;
 	if (!cJSON_IsObject(root)) {
 		ps_policy_apply_json(&c, root, out);	/* names the type */
@@ -400,6 +418,7 @@ int ps_policy_load(const char *name_or_path, struct ps_policy *out, char *err, s
 	if (apply_parent(&c, root, out) < 0 || ps_policy_apply_json(&c, root, out) < 0 ||
 	    check_merged(&c, out) < 0)
 		goto out;
+	drop_lists_under_profile(out);
 	ret = 0;
 out:
 	cJSON_Delete(root);
@@ -421,6 +440,8 @@ void ps_policy_free(struct ps_policy *p)
 	free(p->extends);
 	free(p->cgroup_parent);
 	free(p->description);
+	free(p->seccomp_profile_path);
+	ps_seccomp_profile_free(p->seccomp_profile);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -516,6 +537,7 @@ static void add_seccomp(cJSON *root, const struct ps_policy *p)
 	add_list(o, "groups", &p->syscall_groups);
 	add_list(o, "allow", &p->syscalls_allow);
 	cJSON_AddBoolToObject(o, "threads", p->threads);
+	add_nullable(o, "profile", p->seccomp_profile_path);
 }
 
 /* The resolved policy in the input format (plus where it came from), so check-policy's

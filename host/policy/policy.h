@@ -46,6 +46,8 @@ enum ps_layer {
 	PS_LAYER_COUNT,
 };
 
+struct ps_seccomp_profile;
+
 struct ps_policy {
 	char *name;		/* "default", or the file's stem */
 	char *path;		/* the file it was loaded from */
@@ -69,6 +71,10 @@ struct ps_policy {
 	struct ps_strlist syscall_groups;	/* "@python-runtime", ... */
 	struct ps_strlist syscalls_allow;	/* extra syscall names */
 	bool threads;			/* clone(CLONE_THREAD) allowed */
+	/* "seccomp.profile": a Docker/OCI profile in place of the groups (seccomp_profile.h) */
+	char *seccomp_profile_path;
+	struct ps_seccomp_profile *seccomp_profile;
+	int8_t groups_level, allow_level, profile_level;	/* which file set them (ps_pctx) */
 
 	uint32_t uid, gid;		/* identity when started as root */
 	uint32_t uid_count;		/* >1: a range uid..uid+count-1, one per worker */

@@ -12,6 +12,7 @@
 
 #include "policy.h"
 #include "policy_impl.h"
+#include "seccomp_profile.h"
 #include "util/util.h"
 
 #define DAY_MS (24ULL * 3600 * 1000)
@@ -59,10 +60,13 @@ int ps_pfail(const struct ps_pctx *c, const char *field, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(reason, sizeof(reason), fmt, ap);
 	va_end(ap);
+	const char *what = c->what ? c->what : "policy";
+
 	if (field)
-		snprintf(c->err, c->errlen, "policy %s: field %s: %s", c->file, field, reason);
+		snprintf(c->err, c->errlen, "%s %s: %s%s: %s", what, c->file, c->what ? "" : "field ",
+			 field, reason);
 	else
-		snprintf(c->err, c->errlen, "policy %s: %s", c->file, reason);
+		snprintf(c->err, c->errlen, "%s %s: %s", what, c->file, reason);
 	return -1;
 }
 
@@ -422,6 +426,53 @@ static const char *check_group(const char *s)
 	return s[0] == '@' && s[1] ? NULL : "is not a syscall group (groups start with '@')";
 }
 
+/* Which file set a list, so that a profile named by a child replaces its parent's and the
+ * built-in groups, but not the ones listed beside it (policy.c, after the merge). */
+static int apply_seccomp_list(const struct ps_pctx *c, const struct field *f, const cJSON *v,
+			      const char *path, struct ps_policy *p)
+{
+	if (apply_strlist(c, f, v, path, p) < 0)
+		return -1;
+	if (f->off == offsetof(struct ps_policy, syscall_groups))
+		p->groups_level = (int8_t)c->level;
+	else
+		p->allow_level = (int8_t)c->level;
+	return 0;
+}
+
+/* "seccomp.profile": a Docker/OCI profile file, relative to the policy's own directory; null
+ * drops a parent's. Read and checked now, so a bad profile is a policy error. */
+static int apply_profile(const struct ps_pctx *c, const struct field *f, const cJSON *v,
+			 const char *path, struct ps_policy *p)
+{
+	struct ps_seccomp_profile *prof = NULL;
+	const char *slash = strrchr(c->file, '/');
+	char *file = NULL, perr[512];
+
+	(void)f;
+	if (!cJSON_IsNull(v) && !(cJSON_IsString(v) && *v->valuestring))
+		return wrong_type(c, path, "a profile file name or null", v);
+	if (cJSON_IsString(v)) {
+		if (v->valuestring[0] == '/' || !slash)
+			file = strdup(v->valuestring);
+		else if (asprintf(&file, "%.*s/%s", (int)(slash - c->file), c->file,
+				  v->valuestring) < 0)
+			file = NULL;
+		if (!file)
+			return ps_pfail(c, path, "out of memory");
+		if (ps_seccomp_profile_load(file, &prof, perr, sizeof(perr)) < 0) {
+			free(file);
+			return ps_pfail(c, path, "%s", perr);
+		}
+	}
+	ps_seccomp_profile_free(p->seccomp_profile);
+	free(p->seccomp_profile_path);
+	p->seccomp_profile = prof;
+	p->seccomp_profile_path = file;
+	p->profile_level = (int8_t)c->level;
+	return 0;
+}
+
 static apply_fn apply_section;
 
 #define OFF(m) offsetof(struct ps_policy, m)
@@ -467,9 +518,10 @@ static const struct field audit_fields[] = {
 static const struct field seccomp_fields[] = {
 	{ "action", apply_action, OFF(seccomp_action), 0, 0, NULL, NULL, NULL },
 	{ "errno", apply_errno, OFF(seccomp_errno), 1, 4095, NULL, NULL, NULL },
-	LIST("groups", syscall_groups, check_group),
-	LIST("allow", syscalls_allow, check_syscall),
+	{ "groups", apply_seccomp_list, OFF(syscall_groups), 0, 0, NULL, check_group, NULL },
+	{ "allow", apply_seccomp_list, OFF(syscalls_allow), 0, 0, NULL, check_syscall, NULL },
 	{ "threads", apply_bool, OFF(threads), 0, 0, NULL, NULL, NULL },
+	{ "profile", apply_profile, 0, 0, 0, NULL, NULL, NULL },
 	{ 0 },
 };
 

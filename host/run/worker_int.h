@@ -9,6 +9,7 @@
 
 /* Fixed descriptor numbers inside the worker. */
 enum { CHILD_STATUS_FD = 3, CHILD_REPORT_FD = 4, CHILD_FIRST_FREE_FD = 5 };
+_Static_assert((int)CHILD_STATUS_FD == (int)PS_SECCOMP_REPORT_FD, "seccomp.c lets its handler write here");
 
 struct ps_child {
 	const struct ps_worker *w;

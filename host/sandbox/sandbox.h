@@ -93,7 +93,20 @@ int ps_landlock_abi(void);	/* kernel's ABI, 0 if unsupported */
 
 /* --- seccomp.c (libseccomp) + syscall_groups.c --- */
 struct ps_filter;
+/* The worker's status descriptor (run/worker_int.h), where the SIGSYS handler reports: a
+ * profile that denies write(2) still lets the handler write there. */
+enum { PS_SECCOMP_REPORT_FD = 3 };
 int ps_filter_build(const struct ps_policy *p, struct ps_filter **out, char *err, size_t errlen);
+/* The same, saying what of a seccomp profile the filter did not take as written (NULL: no
+ * report). Each list holds one line an entry. */
+struct ps_filter_report {
+	struct ps_strlist overridden;	/* "ptrace (syscalls[2]): never allowed by pysnip" */
+	struct ps_strlist unknown;	/* names libseccomp does not know: ignored, as runc does */
+	struct ps_strlist foreign;	/* syscalls of other architectures only: ignored */
+};
+int ps_filter_build_report(const struct ps_policy *p, struct ps_filter **out,
+			   struct ps_filter_report *rep, char *err, size_t errlen);
+void ps_filter_report_free(struct ps_filter_report *r);
 /* status_fd: where the SIGSYS handler writes its ps_status record for PS_SECCOMP_KILL. */
 int ps_filter_load(const struct ps_filter *f, int status_fd, struct ps_held *held,
 		   struct ps_child_err *e);

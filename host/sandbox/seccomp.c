@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "policy/seccomp_profile.h"
 #include "sandbox.h"
 #include "syscall_groups.h"
 #include "util/util.h"
@@ -42,6 +44,8 @@ struct ps_filter {
 	unsigned short len;
 	enum ps_seccomp_action action;
 	int errno_val;
+	uint8_t trap;		/* some rule traps: the SIGSYS handler is needed (profiles) */
+	uint32_t load_flags;	/* SECCOMP_FILTER_FLAG_* (a profile's "flags") */
 };
 
 static uint32_t ret_action(const struct ps_filter *f)
@@ -104,10 +108,19 @@ static const unsigned fcntl_allowed[] = {
 			CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
 
 /* Syscalls that are allowed only through the argument-checked rules below: naming one in
- * "seccomp.allow" would lift the check, so that is an error. */
+ * "seccomp.allow" would lift the check, so that is an error; a profile's allow of one is
+ * narrowed to the check (the reason is what check-policy says). */
 static const char *const arg_checked[] = {
 	"clone", "fcntl", "ioctl", "kill", "prlimit64", "rt_sigaction", "tgkill", NULL,
 };
+static const char *const arg_checked_why[] = {
+	"narrowed to threads (CLONE_THREAD, no namespace flag), only with seccomp.threads",
+	"narrowed to TCGETS, TIOCGWINSZ, FIONREAD, FIOCLEX, FIONCLEX, FIONBIO",
+	"narrowed to the worker itself", "narrowed to the worker's own limits",
+	"narrowed to handlers other than SIGSYS's", "narrowed to the worker itself",
+};
+enum { ARG_CLONE, ARG_IOCTL, ARG_KILL, ARG_PRLIMIT, ARG_SIGACTION, ARG_TGKILL, ARG_COUNT };
+#define ARG_ALL ((1u << ARG_COUNT) - 1)
 
 static uint32_t deny_action(enum ps_seccomp_action a, int errno_val)
 {
@@ -166,18 +179,24 @@ static int add_groups(scmp_filter_ctx ctx, const struct ps_policy *p, char *err,
 		if (add_group(ctx, g, err, errlen) < 0)
 			return -1;
 	}
-	/* "threads": true needs the thread start-up calls whether or not the policy listed them. */
-	if (p->threads && !threads_listed)
+	/* "threads": true needs the thread start-up calls whether or not the policy listed them
+	 * (a profile decides for itself). */
+	if (p->threads && !threads_listed && !p->seccomp_profile)
 		return add_group(ctx, ps_syscall_group_find("@threads"), err, errlen);
 	return 0;
 }
 
+static int arg_checked_index(const char *name)
+{
+	for (int i = 0; arg_checked[i]; i++)
+		if (strcmp(arg_checked[i], name) == 0)
+			return i;
+	return -1;
+}
+
 static bool is_arg_checked(const char *name)
 {
-	for (const char *const *s = arg_checked; *s; s++)
-		if (strcmp(*s, name) == 0)
-			return true;
-	return false;
+	return arg_checked_index(name) >= 0;
 }
 
 static int add_extra(scmp_filter_ctx ctx, const struct ps_policy *p, char *err, size_t errlen)
@@ -203,13 +222,15 @@ static int add_extra(scmp_filter_ctx ctx, const struct ps_policy *p, char *err, 
 	return 0;
 }
 
-/* The rules that look at arguments. Each says why the rest of that syscall is denied. */
+/* The rules that look at arguments. Each says why the rest of that syscall is denied. Only
+ * the syscalls in mask (1 << ARG_*) get theirs: a profile that does not allow one keeps it
+ * denied. clone3 fails with ENOSYS unless keep_clone3 (a profile denied it its own way). */
 static int add_arg_rules(scmp_filter_ctx ctx, const struct ps_policy *p, uint32_t deny,
-			 char *err, size_t errlen)
+			 unsigned mask, bool keep_clone3, char *err, size_t errlen)
 {
 	struct scmp_arg_cmp c[2];
 
-	for (size_t i = 0; i < sizeof(ioctl_allowed) / sizeof(ioctl_allowed[0]); i++) {
+	for (size_t i = 0; (mask & (1u << ARG_IOCTL)) && i < PS_ARRAY_LEN(ioctl_allowed); i++) {
 		c[0] = SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)ioctl_allowed[i]);
 		if (add_rule(ctx, SCMP_ACT_ALLOW, "ioctl", 1, c, err, errlen) < 0)
 			return -1;
@@ -220,30 +241,35 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct ps_policy *p, uint32_
 			return -1;
 	}
 	/* Nobody may replace or remove our SIGSYS handler; looking at it is fine. */
-	c[0] = SCMP_A0_32(SCMP_CMP_NE, SIGSYS);
-	if (add_rule(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 1, c, err, errlen) < 0)
-		return -1;
-	c[0] = SCMP_A0_32(SCMP_CMP_EQ, SIGSYS);
-	c[1] = SCMP_A1_64(SCMP_CMP_EQ, 0);
-	if (add_rule(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 2, c, err, errlen) < 0)
-		return -1;
+	if (mask & (1u << ARG_SIGACTION)) {
+		c[0] = SCMP_A0_32(SCMP_CMP_NE, SIGSYS);
+		if (add_rule(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 1, c, err, errlen) < 0)
+			return -1;
+		c[0] = SCMP_A0_32(SCMP_CMP_EQ, SIGSYS);
+		c[1] = SCMP_A1_64(SCMP_CMP_EQ, 0);
+		if (add_rule(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 2, c, err, errlen) < 0)
+			return -1;
+	}
 	/* Our own limits only (pid 0); raising a hard limit needs a capability we dropped. */
 	c[0] = SCMP_A0_32(SCMP_CMP_EQ, 0);
-	if (add_rule(ctx, SCMP_ACT_ALLOW, "prlimit64", 1, c, err, errlen) < 0)
+	if ((mask & (1u << ARG_PRLIMIT)) &&
+	    add_rule(ctx, SCMP_ACT_ALLOW, "prlimit64", 1, c, err, errlen) < 0)
 		return -1;
 	/* Allowed here, narrowed to the worker itself by the program's prefix (write_prefix). */
-	if (add_rule(ctx, SCMP_ACT_ALLOW, "kill", 0, NULL, err, errlen) < 0 ||
-	    add_rule(ctx, SCMP_ACT_ALLOW, "tgkill", 0, NULL, err, errlen) < 0)
+	if (((mask & (1u << ARG_KILL)) && add_rule(ctx, SCMP_ACT_ALLOW, "kill", 0, NULL, err,
+						   errlen) < 0) ||
+	    ((mask & (1u << ARG_TGKILL)) && add_rule(ctx, SCMP_ACT_ALLOW, "tgkill", 0, NULL, err,
+						     errlen) < 0))
 		return -1;
 	/* Threads, never processes: CLONE_THREAD set and no namespace flag. */
-	if (p->threads) {
+	if (p->threads && (mask & (1u << ARG_CLONE))) {
 		c[0] = SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_NS_FLAGS, CLONE_THREAD);
 		if (add_rule(ctx, SCMP_ACT_ALLOW, "clone", 1, c, err, errlen) < 0)
 			return -1;
 	}
 	/* clone3 passes its flags in memory the filter can't read: fail it with ENOSYS so that
 	 * glibc falls back to clone, whose flags the rule above can check. */
-	if (deny != SCMP_ACT_ERRNO(ENOSYS) &&
+	if (!keep_clone3 && deny != SCMP_ACT_ERRNO(ENOSYS) &&
 	    add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err, errlen) < 0)
 		return -1;
 	return 0;
@@ -286,10 +312,232 @@ out:
 	return rc;
 }
 
+/* ---- Docker/OCI profiles: their rules first, pysnip's floor after ----
+ *
+ * The profile's default action is the filter's (pysnip takes only default-deny profiles).
+ * Its rules are added as runc adds them, except where the floor says otherwise:
+ *  - a syscall pysnip never allows (ps_syscalls_never) keeps a deny the profile gives it;
+ *    if the profile allows it, the policy's own action (seccomp.action) denies it;
+ *  - an argument-checked syscall the profile allows gets pysnip's check instead;
+ *  - other ABIs and x32 are denied whatever "architectures" or "archMap" ask for.
+ * SCMP_ACT_KILL (which libseccomp and the kernel apply to a thread) kills the process here:
+ * it traps to pysnip's SIGSYS handler, which names the syscall and dies by it. */
+struct prof_build {
+	const struct ps_policy *p;
+	scmp_filter_ctx ctx;
+	uint32_t def, floor, kill;
+	unsigned arg_allowed;			/* 1 << ARG_*: the profile allows it */
+	bool write_allowed;			/* write(2) allowed whatever its arguments */
+	bool never_denied[128];			/* by index into ps_syscalls_never */
+	struct ps_filter_report *rep;
+	char *err;
+	size_t errlen;
+};
+
+static uint32_t prof_action(const struct prof_build *b, enum ps_prof_action a, int e)
+{
+	switch (a) {
+	case PS_PACT_ALLOW:
+		return SCMP_ACT_ALLOW;
+	case PS_PACT_LOG:
+		return SCMP_ACT_LOG;
+	case PS_PACT_ERRNO:
+		return SCMP_ACT_ERRNO((uint32_t)e);
+	case PS_PACT_TRACE:	/* no tracer is ever attached: what the kernel does then */
+		return SCMP_ACT_ERRNO(ENOSYS);
+	case PS_PACT_KILL:
+		break;
+	}
+	return b->kill;
+}
+
+static int never_index(const char *name)
+{
+	for (int i = 0; ps_syscalls_never[i]; i++)
+		if (!strcmp(ps_syscalls_never[i], name))
+			return i;
+	return -1;
+}
+
+/* "ptrace (syscalls[3]): never allowed by pysnip", once per name and reason. */
+static int report(struct prof_build *b, struct ps_strlist *l, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int report(struct prof_build *b, struct ps_strlist *l, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+
+	if (!b->rep)
+		return 0;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (ps_strlist_has(l, line) || ps_strlist_push(l, line) == 0)
+		return 0;
+	snprintf(b->err, b->errlen, "seccomp: out of memory");
+	return -1;
+}
+
+/* runc's way: one rule with every comparison when each argument appears once; else one rule
+ * per comparison (libseccomp cannot AND two comparisons of one argument). */
+static int prof_add(struct prof_build *b, const struct ps_prof_rule *r, int nr, uint32_t act,
+		    const char *name)
+{
+	struct scmp_arg_cmp c[6];
+	unsigned seen = 0;
+	bool split = r->nargs > 6;
+	int rc = 0;
+
+	if (act == b->def)	/* what the default does anyway (libseccomp refuses it) */
+		return 0;
+	for (size_t i = 0; i < r->nargs && !split; i++) {
+		split = seen & (1u << r->args[i].index);
+		seen |= 1u << r->args[i].index;
+		c[i] = SCMP_CMP(r->args[i].index, (enum scmp_compare)r->args[i].op, r->args[i].value,
+				r->args[i].value_two);
+	}
+	if (!split)
+		rc = seccomp_rule_add_array(b->ctx, act, nr, (unsigned)r->nargs, c);
+	for (size_t i = 0; split && i < r->nargs && rc == 0; i++) {
+		c[0] = SCMP_CMP(r->args[i].index, (enum scmp_compare)r->args[i].op, r->args[i].value,
+				r->args[i].value_two);
+		rc = seccomp_rule_add_array(b->ctx, act, nr, 1, c);
+	}
+	if (rc < 0) {
+		snprintf(b->err, b->errlen, "profile %s: %s: syscall '%s': %s",
+			 b->p->seccomp_profile->path, r->where, name,
+			 rc == -EEXIST || rc == -EACCES
+				 ? "conflicts with an earlier rule for it"
+				 : strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+static int prof_rule_name(struct prof_build *b, const struct ps_prof_rule *r, const char *name)
+{
+	uint32_t act = prof_action(b, r->action, r->errno_val);
+	bool allows = act == SCMP_ACT_ALLOW || act == SCMP_ACT_LOG;
+	int nr = seccomp_syscall_resolve_name(name);
+	int never = never_index(name), checked = arg_checked_index(name);
+
+	if (nr == __NR_SCMP_ERROR)
+		return b->rep ? report(b, &b->rep->unknown, "%s", name) : 0;
+	if (nr < 0)	/* a syscall of other architectures only: libseccomp would skip it */
+		return b->rep ? report(b, &b->rep->foreign, "%s", name) : 0;
+	if (never >= 0 && allows)
+		return b->rep ? report(b, &b->rep->overridden, "%s (%s): never allowed by pysnip",
+				       name, r->where) : 0;
+	if (never >= 0) {
+		b->never_denied[never] = true;
+		/* The SIGSYS handler dies through a trapped reboot: the floor keeps it. */
+		if (!strcmp(name, "reboot"))
+			return 0;
+	}
+	if (!strcmp(name, "write") && allows && !r->nargs)
+		b->write_allowed = true;
+	if (checked >= 0 && allows) {
+		b->arg_allowed |= 1u << checked;
+		return b->rep ? report(b, &b->rep->overridden, "%s (%s): %s", name, r->where,
+				       arg_checked_why[checked]) : 0;
+	}
+	return prof_add(b, r, nr, act, name);
+}
+
+static int prof_rules(struct prof_build *b)
+{
+	const struct ps_seccomp_profile *prof = b->p->seccomp_profile;
+
+	for (size_t i = 0; i < prof->nrules; i++)
+		for (size_t k = 0; k < prof->rules[i].names.n; k++)
+			if (prof_rule_name(b, &prof->rules[i], prof->rules[i].names.items[k]) < 0)
+				return -1;
+	for (size_t i = 0; b->rep && i < prof->arches.n; i++) {
+		const char *a = prof->arches.items[i];
+
+		if (strcmp(a, "SCMP_ARCH_X86_64") && strcmp(a, "SCMP_ARCH_NATIVE") &&
+		    report(b, &b->rep->overridden, "architecture %s: not added (pysnip allows "
+			   "only x86-64's own ABI)", a) < 0)
+			return -1;
+	}
+	if (b->rep && (prof->flags & PS_PFLAG_SPEC_ALLOW) &&
+	    report(b, &b->rep->overridden, "flag SECCOMP_FILTER_FLAG_SPEC_ALLOW: not applied "
+		   "(the speculative-execution mitigation stays)") < 0)
+		return -1;
+	return 0;
+}
+
+/* Every never-allowed syscall the profile did not deny itself gets the policy's action. */
+static int prof_floor(struct prof_build *b)
+{
+	for (int i = 0; ps_syscalls_never[i]; i++) {
+		const char *name = ps_syscalls_never[i];
+		uint32_t act = b->floor;
+
+		if (b->never_denied[i] && strcmp(name, "reboot"))
+			continue;
+		if (!strcmp(name, "clone3"))	/* ENOSYS, so libc falls back to clone */
+			continue;		/* (add_arg_rules) */
+		if (!strcmp(name, "reboot") && b->kill == SCMP_ACT_TRAP)
+			act = SCMP_ACT_TRAP;
+		if (act != b->def && add_rule(b->ctx, act, name, 0, NULL, b->err, b->errlen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static bool prof_traps(const struct prof_build *b)
+{
+	const struct ps_seccomp_profile *prof = b->p->seccomp_profile;
+
+	if (b->def == SCMP_ACT_TRAP || b->floor == SCMP_ACT_TRAP)
+		return true;
+	for (size_t i = 0; i < prof->nrules; i++)
+		if (prof->rules[i].action == PS_PACT_KILL && b->kill == SCMP_ACT_TRAP)
+			return true;
+	return false;
+}
+
+static int build_rules(scmp_filter_ctx ctx, const struct ps_policy *p, struct ps_filter *f,
+		       struct ps_filter_report *rep, uint32_t def, char *err, size_t errlen)
+{
+	struct prof_build b = { .p = p, .ctx = ctx, .def = def, .rep = rep, .err = err,
+				.errlen = errlen };
+	int clone3 = never_index("clone3");
+	struct scmp_arg_cmp c[1];
+
+	if (!p->seccomp_profile)
+		return add_groups(ctx, p, err, errlen) < 0 || add_extra(ctx, p, err, errlen) < 0 ||
+		       add_arg_rules(ctx, p, def, ARG_ALL, false, err, errlen) < 0 ? -1 : 0;
+	b.floor = deny_action(p->seccomp_action, p->seccomp_errno);
+	b.kill = p->seccomp_action == PS_SECCOMP_KILL_PROCESS ? SCMP_ACT_KILL_PROCESS
+							       : SCMP_ACT_TRAP;
+	f->trap = prof_traps(&b);
+	if (p->seccomp_profile->flags & PS_PFLAG_LOG)
+		f->load_flags |= SECCOMP_FILTER_FLAG_LOG;
+	/* The SIGSYS handler reports on the status pipe with write(2): under a profile that
+	 * denies write, that one descriptor stays writable, or no denial could be named. */
+	c[0] = SCMP_A0_32(SCMP_CMP_EQ, PS_SECCOMP_REPORT_FD);
+	if (prof_rules(&b) < 0 ||
+	    (f->trap && !b.write_allowed &&
+	     add_rule(ctx, SCMP_ACT_ALLOW, "write", 1, c, err, errlen) < 0) ||
+	    add_groups(ctx, p, err, errlen) < 0 || add_extra(ctx, p, err, errlen) < 0 ||
+	    add_arg_rules(ctx, p, def, b.arg_allowed, b.never_denied[clone3], err, errlen) < 0)
+		return -1;
+	return prof_floor(&b);
+}
+
 int ps_filter_build(const struct ps_policy *p, struct ps_filter **out, char *err, size_t errlen)
 {
+	return ps_filter_build_report(p, out, NULL, err, errlen);
+}
+
+int ps_filter_build_report(const struct ps_policy *p, struct ps_filter **out,
+			   struct ps_filter_report *rep, char *err, size_t errlen)
+{
 	struct ps_filter *f = calloc(1, sizeof(*f));
-	uint32_t deny = deny_action(p->seccomp_action, p->seccomp_errno);
+	uint32_t deny = deny_action(p->seccomp_action, p->seccomp_errno), def = deny;
+	const struct ps_seccomp_profile *prof = p->seccomp_profile;
 	scmp_filter_ctx ctx = NULL;
 	int rc = -1;
 
@@ -300,7 +548,14 @@ int ps_filter_build(const struct ps_policy *p, struct ps_filter **out, char *err
 	}
 	f->action = p->seccomp_action;
 	f->errno_val = p->seccomp_errno;
-	ctx = seccomp_init(deny);
+	if (prof) {
+		struct prof_build b = { .p = p };
+
+		b.kill = p->seccomp_action == PS_SECCOMP_KILL_PROCESS ? SCMP_ACT_KILL_PROCESS
+								       : SCMP_ACT_TRAP;
+		def = prof_action(&b, prof->default_action, prof->default_errno);
+	}
+	ctx = seccomp_init(def);
 	if (!ctx) {
 		snprintf(err, errlen, "seccomp_init(): failed");
 		goto out;
@@ -315,8 +570,7 @@ int ps_filter_build(const struct ps_policy *p, struct ps_filter **out, char *err
 		snprintf(err, errlen, "seccomp_attr_set(): failed");
 		goto out;
 	}
-	if (add_groups(ctx, p, err, errlen) < 0 || add_extra(ctx, p, err, errlen) < 0 ||
-	    add_arg_rules(ctx, p, deny, err, errlen) < 0 || export_bpf(ctx, f, err, errlen) < 0)
+	if (build_rules(ctx, p, f, rep, def, err, errlen) < 0 || export_bpf(ctx, f, err, errlen) < 0)
 		goto out;
 	*out = f;
 	f = NULL;
@@ -326,6 +580,13 @@ out:
 		seccomp_release(ctx);
 	ps_filter_free(f);
 	return rc;
+}
+
+void ps_filter_report_free(struct ps_filter_report *r)
+{
+	ps_strlist_free(&r->overridden);
+	ps_strlist_free(&r->unknown);
+	ps_strlist_free(&r->foreign);
 }
 
 void ps_filter_free(struct ps_filter *f)
@@ -343,11 +604,14 @@ struct filter_wire {
 	uint32_t len;
 	int32_t action;
 	int32_t errno_val;
+	uint32_t trap;
+	uint32_t load_flags;
 };
 
 int ps_filter_send(const struct ps_filter *f, int fd)
 {
-	struct filter_wire h = { f->len, (int32_t)f->action, f->errno_val };
+	struct filter_wire h = { f->len, (int32_t)f->action, f->errno_val, f->trap,
+				 f->load_flags };
 	int rc = ps_write_all(fd, &h, sizeof(h));
 
 	return rc < 0 ? rc : ps_write_all(fd, f->insns, (size_t)f->len * sizeof(*f->insns));
@@ -372,6 +636,8 @@ int ps_filter_receive(int fd, const struct ps_filter **out, struct ps_child_err 
 	rx.len = (unsigned short)h.len;
 	rx.action = (enum ps_seccomp_action)h.action;
 	rx.errno_val = h.errno_val;
+	rx.trap = (uint8_t)h.trap;
+	rx.load_flags = h.load_flags;
 	*out = &rx;
 	return 0;
 }
@@ -436,11 +702,18 @@ static void sigsys_handler(int sig, siginfo_t *si, void *uctx)
 	syscall(__NR_exit_group, 159);
 }
 
-static int load(struct sock_filter *insns, unsigned short len, struct ps_child_err *e)
+static int load(struct sock_filter *insns, unsigned short len, uint32_t flags,
+		struct ps_child_err *e)
 {
 	struct sock_fprog prog = { .len = len, .filter = insns };
 
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0) {
+	/* seccomp(2) only for the flags prctl cannot pass (a profile's SECCOMP_FILTER_FLAG_LOG). */
+	if (flags && syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog) < 0) {
+		ps_child_err_set(e, errno, "seccomp(SECCOMP_SET_MODE_FILTER, 0x%x): %s", flags,
+				 ps_errstr(errno));
+		return -1;
+	}
+	if (!flags && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0) {
 		ps_child_err_set(e, errno, "prctl(PR_SET_SECCOMP, allowlist): %s", ps_errstr(errno));
 		return -1;
 	}
@@ -455,10 +728,11 @@ int ps_filter_load(const struct ps_filter *f, int status_fd, struct ps_held *hel
 	/* A death by SIGSYS must mean the filter's. Trap: our handler, which ignores any SIGSYS
 	 * but the kernel's. Kill-process: the kernel kills without a signal handler, and errno
 	 * never kills: a SIGSYS the snippet sends itself is ignored. The filter denies changing
-	 * this (rt_sigaction on SIGSYS may only read). */
+	 * this (rt_sigaction on SIGSYS may only read). A profile's SCMP_ACT_TRAP rules (f->trap)
+	 * need the handler as the kill action does. */
 	__builtin_memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_IGN;
-	if (f->action == PS_SECCOMP_KILL) {
+	if (f->action == PS_SECCOMP_KILL || f->trap) {
 		sa.sa_sigaction = sigsys_handler;
 		sa.sa_flags = SA_SIGINFO;
 		sigfillset(&sa.sa_mask);
@@ -471,7 +745,7 @@ int ps_filter_load(const struct ps_filter *f, int status_fd, struct ps_held *hel
 	/* Our own copy of the program (copy-on-write from the parent, or received): its prefix
 	 * gets our pid (write_prefix). */
 	f->insns[SELF_INSN].k = (uint32_t)getpid();
-	if (load(f->insns, f->len, e) < 0)
+	if (load(f->insns, f->len, f->load_flags, e) < 0)
 		return -1;
 	held->seccomp = (uint8_t)(1 + f->action);
 	return 0;
