@@ -115,11 +115,13 @@ static const char *const arg_checked[] = {
 };
 static const char *const arg_checked_why[] = {
 	"narrowed to threads (CLONE_THREAD, no namespace flag), only with seccomp.threads",
+	"narrowed to descriptor flags, duplication, locks, pipe size and seals (never F_SETOWN, "
+	"F_SETOWN_EX, F_SETSIG, F_SETLEASE, F_NOTIFY)",
 	"narrowed to TCGETS, TIOCGWINSZ, FIONREAD, FIOCLEX, FIONCLEX, FIONBIO",
 	"narrowed to the worker itself", "narrowed to the worker's own limits",
 	"narrowed to handlers other than SIGSYS's", "narrowed to the worker itself",
 };
-enum { ARG_CLONE, ARG_IOCTL, ARG_KILL, ARG_PRLIMIT, ARG_SIGACTION, ARG_TGKILL, ARG_COUNT };
+enum { ARG_CLONE, ARG_FCNTL, ARG_IOCTL, ARG_KILL, ARG_PRLIMIT, ARG_SIGACTION, ARG_TGKILL, ARG_COUNT };
 #define ARG_ALL ((1u << ARG_COUNT) - 1)
 
 static uint32_t deny_action(enum ps_seccomp_action a, int errno_val)
@@ -235,7 +237,7 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct ps_policy *p, uint32_
 		if (add_rule(ctx, SCMP_ACT_ALLOW, "ioctl", 1, c, err, errlen) < 0)
 			return -1;
 	}
-	for (size_t i = 0; i < PS_ARRAY_LEN(fcntl_allowed); i++) {
+	for (size_t i = 0; (mask & (1u << ARG_FCNTL)) && i < PS_ARRAY_LEN(fcntl_allowed); i++) {
 		c[0] = SCMP_A1_32(SCMP_CMP_EQ, fcntl_allowed[i]);
 		if (add_rule(ctx, SCMP_ACT_ALLOW, "fcntl", 1, c, err, errlen) < 0)
 			return -1;
