@@ -421,14 +421,21 @@ static void renice(const struct ps_zidle *e, int nice)
 /* A worker from the pool is handed a request only alive and running: not dead, not stopped
  * (SIGSTOP from whoever could signal its uid, a tracer). Its /proc/PID/stat, opened here while
  * it is known alive, is kept for the run (supervise.c: the exit record's check). The fd, or
- * -1: the worker is no use; it is killed (the zygote reaps it and forks a replacement). */
-static int usable(const struct ps_zidle *e)
+ * -1 with *ok false: the worker is no use; it is killed (the zygote reaps it and forks a
+ * replacement). */
+static int usable(const struct ps_zidle *e, bool *ok)
 {
 	struct ps_procstat st;
 	int fd = e->w.pid > 0 ? ps_procstat_open(e->w.pid, e->fd[5]) : -ESRCH;
 
+	*ok = true;
+	/* Out of descriptors is the front's state, not the worker's: it is handed out without
+	 * the check's descriptor (so without the early answer: the run ends by the reaping). */
+	if (fd == -EMFILE || fd == -ENFILE)
+		return -1;
 	if (fd >= 0 && ps_procstat_read(fd, &st) == 0 && !ps_procstat_unusable(&st))
 		return fd;
+	*ok = false;
 	if (fd >= 0)
 		close(fd);
 	(void)syscall(SYS_pidfd_send_signal, e->fd[5], SIGKILL, NULL, 0);
@@ -504,7 +511,9 @@ int ps_zygote_call(struct ps_zygote *z, const struct ps_policy *p, const struct 
 				 "down?)", z->name, RESTART_WAIT_MS / 1000);
 			return -1;
 		}
-		if ((procstat = usable(&e)) >= 0)
+		bool ok;
+
+		if ((procstat = usable(&e, &ok)) >= 0 || ok)
 			break;
 		/* never claimed: the zygote counts it as a spare lost, and replaces it */
 		close_idle(&e);
