@@ -999,3 +999,19 @@ def test_kernel_view_of_the_worker_serve():
                 _check_prctl(_line(v, "PRCTL"))
         finally:
             s.stop()
+
+
+def test_kernel_view_without_a_uid_change():
+    """Changing uid makes the kernel clear dumpable by itself; without that change (identity
+    off here, or a non-root host) only the nnp phase's PR_SET_DUMPABLE does."""
+    verdict, rc, err = run_exec(KERNEL_PRCTL, *disable_all_but(["namespaces"]))
+    assert rc == 0, err
+    pr = _line(verdict, "PRCTL")
+    assert pr["dumpable"] == 0 and pr["nnp"] == 1, pr
+
+
+def test_unprivileged_kernel_view(nobody_pysnip):
+    verdict = run_as_nobody(nobody_pysnip, KERNEL_PRCTL, *disable_all_but(["identity"]))
+    pr = _line(verdict, "PRCTL")
+    # nobody never had a capability to drop; what matters is that none can come back
+    assert pr["dumpable"] == 0 and pr["nnp"] == 1, pr
