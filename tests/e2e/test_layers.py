@@ -725,6 +725,47 @@ def test_landlock_denial_is_a_named_denial(abi, monkeypatch):
     assert verdict["status"] == "ok" and verdict["denials"] == [], verdict
 
 
+OWN_FILE = ("import os\nopen('mine', 'w').write('x')\nos.chmod('mine', 0)\n"
+            "open(%s).read()\n")
+
+
+@pytest.mark.parametrize("how", ["relative", "absolute"])
+@pytest.mark.parametrize("server", [False, True], ids=["exec", "serve"])
+def test_own_files_permission_error_is_an_exception(how, server):
+    """EACCES on the snippet's own file in scratch (mode 0, as its owner) is no layer's
+    doing: Landlock grants scratch whole."""
+    code = OWN_FILE % ("'mine'" if how == "relative" else "os.path.abspath('mine')")
+    if server:
+        from servekit import Server
+        s = Server("--workers", "1", "--disable-layer", "python")
+        try:
+            st, _, verdict = s.exec(code)
+            assert st == 200, verdict
+        finally:
+            s.stop()
+    else:
+        verdict, rc, err = run_exec(code, "--disable-layer", "python")
+        assert rc == 0, err
+    assert verdict["exception"]["errno"] == errno.EACCES, verdict
+    assert verdict["status"] == "exception" and verdict["denials"] == [], verdict
+
+
+@pytest.mark.skipif(not os.path.exists("/etc/shadow") or os.stat("/etc/shadow").st_mode & 0o004,
+                    reason="needs a /etc/shadow that others cannot read")
+def test_uid_denial_is_named_identity():
+    """/etc/shadow (0640 root:shadow): the kernel's permission check refuses uid 65534 before
+    Landlock is asked, so the verdict names the identity layer; as root (identity off) it is
+    Landlock's."""
+    code = "open('/etc/shadow').read()\n"
+    verdict, rc, err = run_exec(code, "--disable-layer", "python")
+    assert rc == 0, err
+    assert verdict["status"] == "denied", verdict
+    assert verdict["denials"][0]["layer"] == "identity", verdict
+    verdict, rc, err = run_exec(code, "--disable-layer", "python", "--disable-layer", "identity")
+    assert verdict["status"] == "denied", verdict
+    assert verdict["denials"][0]["layer"] == "landlock", verdict
+
+
 def test_read_only_view_is_a_named_denial():
     verdict, rc, err = run_exec("import os\nos.utime('/etc/hostname')\n",
                                 "--disable-layer", "python")
