@@ -886,6 +886,26 @@ def test_seccomp_alone_every_route(policy, route, target):
     assert (d["layer"], d["event"]) == ("seccomp", route), d
 
 
+@needs_root_for_proof
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("route", SIGNAL_ROUTES)
+@pytest.mark.parametrize("layer", ["identity", "landlock", "namespaces"])
+def test_other_layers_alone_every_signal_route(layer, route, policy, target):
+    """The kill_host claim of each other kernel layer, through every signalling syscall: the
+    uid (EPERM), Landlock's signal scope (ABI >= 6), the PID namespace (no such pid)."""
+    code = route_code(route, target).replace(
+        'fd = os.open("/proc/', 'fd = -1\ntry:\n    fd = os.open("/proc/').replace(
+        'os.O_DIRECTORY)\n', 'os.O_DIRECTORY)\nexcept OSError:\n    pass\n')
+    verdict, rc, err = run_exec(code, "--policy", policy, *disable_all_but([layer]))
+    assert rc == 0, err
+    check_layer_held(layer, verdict["sandbox"])
+    if layer == "landlock" and verdict["sandbox"]["landlock_abi"] < 6:
+        pytest.skip("Landlock ABI %d < 6 cannot scope signals" % verdict["sandbox"]["landlock_abi"])
+    assert not route_worked(route, target, verdict), verdict
+    res = results(verdict)
+    assert res and res[-1]["rc"] < 0, verdict
+
+
 @pytest.mark.parametrize("policy", POLICIES)
 def test_signals_to_self_still_work(policy):
     """The control of the self-only rule: kill and tgkill to the worker itself pass the
