@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include "sandbox/sandbox.h"
@@ -213,11 +215,15 @@ static bool path_under(const char *path, const char *dir)
 }
 
 /* Would the file's mode bits let the run's uid/gid read it? (The DAC check, which the
- * kernel makes before Landlock's.) true when unknown: nothing to blame the uid for. */
+ * kernel makes before Landlock's.) true when unknown: nothing to blame the uid for. Not
+ * root, the run has our own uid, and we may sit in a user namespace where other owners
+ * show as the overflow id (65534, nobody's own): ask the kernel for ourselves instead. */
 static bool mode_lets_read(const char *path, const struct ps_held *h)
 {
 	struct stat st;
 
+	if (geteuid() != 0)
+		return faccessat(AT_FDCWD, path, R_OK, AT_EACCESS) == 0 || errno != EACCES;
 	if (stat(path, &st) < 0 || h->uid == 0)
 		return true;
 	if ((uid_t)h->uid == st.st_uid)
