@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include "sandbox/sandbox.h"
@@ -204,20 +207,64 @@ static int exc_errno(const struct report *rep)
  * EROFS in a mount namespace of ours is the read-only view outside scratch (namespaces.c).
  * NULL: an ordinary error. errno comes from OSError's slot; a bare PermissionError("...")
  * of the snippet's has none. */
-static const char *kernel_denial_layer(const struct report *rep, const struct ps_outcome *o)
+static bool path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return n && !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+}
+
+/* Would the file's mode bits let the run's uid/gid read it? (The DAC check, which the
+ * kernel makes before Landlock's.) true when unknown: nothing to blame the uid for. Not
+ * root, the run has our own uid, and we may sit in a user namespace where other owners
+ * show as the overflow id (65534, nobody's own): ask the kernel for ourselves instead. */
+static bool mode_lets_read(const char *path, const struct ps_held *h)
+{
+	struct stat st;
+
+	if (geteuid() != 0)
+		return faccessat(AT_FDCWD, path, R_OK, AT_EACCESS) == 0 || errno != EACCES;
+	if (stat(path, &st) < 0 || h->uid == 0)
+		return true;
+	if ((uid_t)h->uid == st.st_uid)
+		return st.st_mode & S_IRUSR;
+	if ((gid_t)h->gid == st.st_gid)
+		return st.st_mode & S_IRGRP;
+	return st.st_mode & S_IROTH;
+}
+
+/* EACCES on a path: the snippet's own file (in scratch, or relative to the cwd, which starts
+ * there) is no layer's doing; in a write path Landlock grants everything, so it was the uid;
+ * elsewhere Landlock, unless the mode bits already refused the run's uid. */
+static const char *eacces_layer(const struct report *rep, const struct ps_outcome *o,
+				const struct ps_policy *p)
+{
+	const char *fn = exc_str(rep, "filename");
+
+	if (!fn || fn[0] != '/' || path_under(fn, o->scratch))
+		return NULL;
+	for (size_t i = 0; p && i < p->write_paths.n; i++)
+		if (path_under(fn, p->write_paths.items[i]))
+			return o->held.uid ? "identity" : NULL;
+	return mode_lets_read(fn, &o->held) ? "landlock" : "identity";
+}
+
+static const char *kernel_denial_layer(const struct report *rep, const struct ps_outcome *o,
+				       const struct ps_policy *p)
 {
 	int err = exc_errno(rep);
 
 	if (err == EACCES && exc_is(rep, "PermissionError") && o->held.landlock_abi)
-		return "landlock";
+		return eacces_layer(rep, o, p);
 	if (err == EROFS && (o->held.namespaces & 0x00020000 /* CLONE_NEWNS */))
 		return "namespaces";
 	return NULL;
 }
 
-static bool exc_from_kernel_denial(const struct report *rep, const struct ps_outcome *o)
+static bool exc_from_kernel_denial(const struct report *rep, const struct ps_outcome *o,
+				   const struct ps_policy *p)
 {
-	return kernel_denial_layer(rep, o) != NULL;
+	return kernel_denial_layer(rep, o, p) != NULL;
 }
 
 static bool signaled(const struct ps_outcome *o, int sig)
@@ -268,8 +315,8 @@ static bool memory_exhausted(const struct ps_outcome *o, const struct report *re
 	return false;
 }
 
-static enum ps_status classify(const struct ps_run *r, const struct ps_outcome *o,
-			       const struct report *rep)
+static enum ps_status classify(const struct ps_policy *p, const struct ps_run *r,
+			       const struct ps_outcome *o, const struct report *rep)
 {
 	uint64_t cpu_cap = (r->limits.cpu_ms + 999) / 1000 * 1000;
 
@@ -287,7 +334,7 @@ static enum ps_status classify(const struct ps_run *r, const struct ps_outcome *
 		return PS_STATUS_CPU_LIMIT;
 	if (memory_exhausted(o, rep, r->limits.memory_bytes))
 		return PS_STATUS_MEMORY_LIMIT;
-	if (exc_from_sandbox(rep) || exc_from_kernel_denial(rep, o))
+	if (exc_from_sandbox(rep) || exc_from_kernel_denial(rep, o, p))
 		return PS_STATUS_DENIED;
 	if (rep->exception)
 		return PS_STATUS_EXCEPTION;
@@ -387,8 +434,8 @@ static cJSON *sandbox_json(const struct ps_outcome *o)
 }
 
 /* Copy the report's denials, keeping only well-formed entries; add the filter's own. */
-static cJSON *denials_json(const struct ps_outcome *o, const struct report *rep,
-			   enum ps_status st)
+static cJSON *denials_json(const struct ps_policy *p, const struct ps_outcome *o,
+			   const struct report *rep, enum ps_status st)
 {
 	cJSON *out = cJSON_CreateArray(), *d;
 
@@ -421,7 +468,7 @@ static cJSON *denials_json(const struct ps_outcome *o, const struct report *rep,
 		cJSON_AddItemToArray(out, d);
 	} else if (st == PS_STATUS_DENIED && cJSON_GetArraySize(out) == 0) {
 		const char *fn = exc_str(rep, "filename");
-		const char *layer = kernel_denial_layer(rep, o);
+		const char *layer = kernel_denial_layer(rep, o, p);
 		cJSON *line;
 
 		d = cJSON_CreateObject();
@@ -490,7 +537,7 @@ char *ps_verdict_render(const struct ps_policy *p, const struct ps_run *r,
 	cJSON *v;
 
 	report_parse(o, &rep);
-	st = classify(r, o, &rep);
+	st = classify(p, r, o, &rep);
 	v = verdict_head(p, st);
 	add_exit(v, o);
 	add_bytes(v, "stdout", &o->out);
@@ -500,7 +547,7 @@ char *ps_verdict_render(const struct ps_policy *p, const struct ps_run *r,
 		cJSON_AddItemToObject(v, "exception", cJSON_Duplicate(rep.exception, true));
 	else
 		cJSON_AddNullToObject(v, "exception");
-	cJSON_AddItemToObject(v, "denials", denials_json(o, &rep, st));
+	cJSON_AddItemToObject(v, "denials", denials_json(p, o, &rep, st));
 	cJSON_AddItemToObject(v, "usage", usage_json(o));
 	add_limits(v, &r->limits);
 	cJSON_AddItemToObject(v, "sandbox", sandbox_json(o));

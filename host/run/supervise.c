@@ -161,6 +161,8 @@ static void take_record(struct sv *s, const struct ps_status_rec *rec)
 		o->setup_us = ps_now_us() - s->start_us;
 		o->have_held = true;
 		o->held = rec->held;
+		memcpy(o->scratch, rec->msg, sizeof(o->scratch));
+		o->scratch[sizeof(o->scratch) - 1] = '\0';
 		break;
 	case PS_REC_PHASE_FAIL:
 		o->phase_failed = true;

@@ -303,6 +303,10 @@ static void child_report(struct ps_child *c, uint32_t kind, int phase)
 	rec.err = c->e.err;
 	rec.held = c->held;
 	memcpy(rec.msg, c->e.msg, sizeof(rec.msg));
+	/* Every phase held: say where scratch is, so that the verdict can tell the snippet's
+	 * own files from what a layer refused (result.c). Empty if it does not fit. */
+	if (kind == PS_REC_HELD && strlen(c->scratch) < sizeof(rec.msg))
+		snprintf(rec.msg, sizeof(rec.msg), "%s", c->scratch);
 	(void)ps_write_all(c->status, &rec, sizeof(rec));
 }
 

@@ -71,6 +71,7 @@ struct ps_outcome {
 	struct ps_capture out, err, report;
 	bool have_held;
 	struct ps_held held;
+	char scratch[200];		/* the run's scratch as the worker saw it (its HELD record) */
 	bool phase_failed;
 	char phase_name[32];
 	int phase_err;

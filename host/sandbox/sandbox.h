@@ -136,6 +136,7 @@ void ps_ns_release(void);
 pid_t ps_ns_fork(unsigned long extra_flags);
 /* In the child: the CLONE_NEW* bits ps_ns_fork really gave it (0 after the fallback). */
 uint32_t ps_ns_fork_flags(void);
+/* --- mounts.c: the worker's mount namespace --- */
 /* Parent: can a child mount a tmpfs on dir in a mount namespace of its own? Tried once, in
  * a throwaway child. */
 bool ps_ns_probe_scratch_mount(const char *dir);

@@ -725,6 +725,49 @@ def test_landlock_denial_is_a_named_denial(abi, monkeypatch):
     assert verdict["status"] == "ok" and verdict["denials"] == [], verdict
 
 
+OWN_FILE = ("import os\nopen('mine', 'w').write('x')\nos.chmod('mine', 0)\n"
+            "open(%s).read()\n")
+
+
+@pytest.mark.parametrize("how", ["relative", "absolute"])
+@pytest.mark.parametrize("server", [False, True], ids=["exec", "serve"])
+def test_own_files_permission_error_is_an_exception(how, server):
+    """EACCES on the snippet's own file in scratch (mode 0, as its owner) is no layer's
+    doing: Landlock grants scratch whole."""
+    code = OWN_FILE % ("'mine'" if how == "relative" else "os.path.abspath('mine')")
+    if server:
+        from servekit import Server
+        s = Server("--workers", "1", "--disable-layer", "python")
+        try:
+            st, _, verdict = s.exec(code)
+            assert st == 200, verdict
+        finally:
+            s.stop()
+    else:
+        verdict, rc, err = run_exec(code, "--disable-layer", "python")
+        assert rc == 0, err
+    assert verdict["exception"]["errno"] == errno.EACCES, verdict
+    assert verdict["status"] == "exception" and verdict["denials"] == [], verdict
+
+
+@pytest.mark.skipif(not os.path.exists("/etc/shadow") or os.stat("/etc/shadow").st_mode & 0o004,
+                    reason="needs a /etc/shadow that others cannot read")
+def test_uid_denial_is_named_identity():
+    """/etc/shadow (0640 root:shadow): the kernel's permission check refuses uid 65534 before
+    Landlock is asked, so the verdict names the identity layer; as root (identity off) it is
+    Landlock's."""
+    code = "open('/etc/shadow').read()\n"
+    verdict, rc, err = run_exec(code, "--disable-layer", "python")
+    assert rc == 0, err
+    assert verdict["status"] == "denied", verdict
+    assert verdict["denials"][0]["layer"] == "identity", verdict
+    if os.geteuid() != 0:
+        return  # not root: identity off leaves the same uid
+    verdict, rc, err = run_exec(code, "--disable-layer", "python", "--disable-layer", "identity")
+    assert verdict["status"] == "denied", verdict
+    assert verdict["denials"][0]["layer"] == "landlock", verdict
+
+
 def test_read_only_view_is_a_named_denial():
     verdict, rc, err = run_exec("import os\nos.utime('/etc/hostname')\n",
                                 "--disable-layer", "python")
@@ -845,6 +888,26 @@ def test_seccomp_alone_every_route(policy, route, target):
     assert (d["layer"], d["event"]) == ("seccomp", route), d
 
 
+@needs_root_for_proof
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("route", SIGNAL_ROUTES)
+@pytest.mark.parametrize("layer", ["identity", "landlock", "namespaces"])
+def test_other_layers_alone_every_signal_route(layer, route, policy, target):
+    """The kill_host claim of each other kernel layer, through every signalling syscall: the
+    uid (EPERM), Landlock's signal scope (ABI >= 6), the PID namespace (no such pid)."""
+    code = route_code(route, target).replace(
+        'fd = os.open("/proc/', 'fd = -1\ntry:\n    fd = os.open("/proc/').replace(
+        'os.O_DIRECTORY)\n', 'os.O_DIRECTORY)\nexcept OSError:\n    pass\n')
+    verdict, rc, err = run_exec(code, "--policy", policy, *disable_all_but([layer]))
+    assert rc == 0, err
+    check_layer_held(layer, verdict["sandbox"])
+    if layer == "landlock" and verdict["sandbox"]["landlock_abi"] < 6:
+        pytest.skip("Landlock ABI %d < 6 cannot scope signals" % verdict["sandbox"]["landlock_abi"])
+    assert not route_worked(route, target, verdict), verdict
+    res = results(verdict)
+    assert res and res[-1]["rc"] < 0, verdict
+
+
 @pytest.mark.parametrize("policy", POLICIES)
 def test_signals_to_self_still_work(policy):
     """The control of the self-only rule: kill and tgkill to the worker itself pass the
@@ -962,8 +1025,13 @@ def _check_status(st, seccomp_on):
     assert st["NoNewPrivs"] == ["1"], st
     assert st["Seccomp"] == (["2"] if seccomp_on else ["0"]), st
     assert st["Uid"] == ["65534"] * 4 and st["Gid"] == ["65534"] * 4, st
-    assert st["Groups"] == [], st
-    assert st["proc_owner"] == ["0"], st
+    # as root the uid drop clears them; not root, setgroups is refused (a user namespace
+    # maps only our own ids), so the caller's own group may stay
+    assert st["Groups"] == [] if os.geteuid() == 0 else set(st["Groups"]) <= {str(os.getgid())}, st
+    if os.geteuid() == 0:
+        # (in a user namespace the owner is the namespace's unmapped root: the overflow id;
+        # test_unprivileged_kernel_view asks prctl there)
+        assert st["proc_owner"] == ["0"], st
 
 
 def _check_prctl(pr):
@@ -999,3 +1067,19 @@ def test_kernel_view_of_the_worker_serve():
                 _check_prctl(_line(v, "PRCTL"))
         finally:
             s.stop()
+
+
+def test_kernel_view_without_a_uid_change():
+    """Changing uid makes the kernel clear dumpable by itself; without that change (identity
+    off here, or a non-root host) only the nnp phase's PR_SET_DUMPABLE does."""
+    verdict, rc, err = run_exec(KERNEL_PRCTL, *disable_all_but(["namespaces"]))
+    assert rc == 0, err
+    pr = _line(verdict, "PRCTL")
+    assert pr["dumpable"] == 0 and pr["nnp"] == 1, pr
+
+
+def test_unprivileged_kernel_view(nobody_pysnip):
+    verdict = run_as_nobody(nobody_pysnip, KERNEL_PRCTL, *disable_all_but(["identity"]))
+    pr = _line(verdict, "PRCTL")
+    # nobody never had a capability to drop; what matters is that none can come back
+    assert pr["dumpable"] == 0 and pr["nnp"] == 1, pr
