@@ -345,6 +345,12 @@ int ps_cmd_zygote(int argc, char **argv)
 		return PS_EXIT_INTERNAL;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* Signals to stop the server are the front's to act on (it drains, then ends us):
+	 * systemd's KillMode=control-group sends SIGTERM to every process of the unit, and a
+	 * zygote that died of it would take the runs in flight with it. Workers reset these. */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
 	/* Only root can give a worker its priority back (CAP_SYS_NICE in the first user ns). */
 	if (geteuid() == 0 && !(z.w.ns_static & CLONE_NEWUSER))
 		z.w.ahead_nice = 19;
