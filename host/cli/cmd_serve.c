@@ -254,6 +254,17 @@ static int read_token(const char *path, char **token)
 		ps_err("--token-file %s: empty", path);
 		return -1;
 	}
+	/* The token is compared as a C string: a NUL would silently shorten it (and what could
+	 * not be sent in a header line could never match). One line of visible ASCII. */
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)(*token)[i];
+
+		if (c < 0x21 || c > 0x7e) {
+			ps_err("--token-file %s: byte %zu is 0x%02x; a token is one line of visible "
+			       "ASCII characters", path, i, c);
+			return -1;
+		}
+	}
 	return 0;
 }
 

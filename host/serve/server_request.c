@@ -49,6 +49,18 @@ static int parse_policy(const struct served *s, const cJSON *v, struct ps_job *j
 		   v->valuestring, served);
 }
 
+/* Does a key before it in obj have its name? cJSON keeps every copy of a key and its lookups
+ * find the first, while other parsers (a proxy's, a client's) take the last: a body must
+ * mean one thing. The objects checked hold only known keys (an unknown one is an error
+ * before the next is looked at), so this stays a short scan. */
+static bool duplicate(const cJSON *obj, const cJSON *it)
+{
+	for (const cJSON *e = obj->child; e && e != it; e = e->next)
+		if (!strcmp(e->string, it->string))
+			return true;
+	return false;
+}
+
 /* Each limit may only tighten the policy's (ps_policy_override with tighten_only). */
 static int parse_limits(const struct served *s, const cJSON *v, struct ps_job *j, struct ps_bad *b)
 {
@@ -65,6 +77,8 @@ static int parse_limits(const struct served *s, const cJSON *v, struct ps_job *j
 		const char *val = num;
 
 		snprintf(field, sizeof(field), "limits.%.50s", it->string);
+		if (duplicate(v, it))
+			return bad(b, field, "%s: given twice", field);
 		if (cJSON_IsString(it))
 			val = it->valuestring;
 		else if (cJSON_IsNumber(it) && it->valuedouble >= 0 && it->valuedouble < 1e15)
@@ -136,6 +150,8 @@ static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j
 		if (!known)
 			return bad(b, it->string, "%.50s: unknown field (known: code, stdin, policy, "
 				   "limits)", it->string);
+		if (duplicate(root, it))
+			return bad(b, it->string, "%s: given twice", it->string);
 	}
 	code = cJSON_GetObjectItemCaseSensitive(root, "code");
 	if (!cJSON_IsString(code))

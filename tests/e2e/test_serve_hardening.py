@@ -422,3 +422,93 @@ def test_zygote_restarted_during_the_drain_does_not_hang_the_exit():
             assert s.strays() == []
         finally:
             s.stop()
+
+
+# ---------------------------------------------------------------- finding 14: token, routing
+
+@pytest.mark.parametrize("content,byte", [(b"s3cret\x00rest-of-it\n", 6), (b"two words\n", 3),
+                                          (b"tab\there", 3), (b"caf\xc3\xa9", 3)])
+def test_token_file_must_be_one_visible_line(tmp_path, content, byte):
+    """A NUL in the token file shortened the token to what came before it ("s3cret")."""
+    f = tmp_path / "token"
+    f.write_bytes(content)
+    p = subprocess.run([PYSNIP, "serve", "--token-file", str(f), "--listen", "127.0.0.1:0"],
+                       capture_output=True, timeout=30)
+    assert p.returncode == 1, p.stderr
+    assert b"--token-file" in p.stderr and b"byte %d " % byte in p.stderr, p.stderr
+
+
+@pytest.fixture(scope="module")
+def tsrv():
+    s = Server("--workers", "1", "--policy", "default", token="tok-123")
+    yield s
+    s.stop()
+
+
+def test_escaped_paths_do_not_route(tsrv):
+    """MHD decoded %HH before routing: /v1%2Fexec ran a snippet as /v1/exec did."""
+    auth = {"Authorization": "Bearer tok-123"}
+    body = json.dumps({"code": "print(1)"}).encode()
+    for path in ("/v1%2Fexec", "/v1/%65xec", "/v1/exec%00", "/%761/batch", "/healthz%3F"):
+        st, e = raw_request(tsrv, "POST", path, body=body, headers=auth)
+        assert st == 404, (path, st, e)
+    st, v = raw_request(tsrv, "POST", "/v1/exec", body=body, headers=auth)  # control
+    assert st == 200 and v["stdout"] == "1\n"
+    st, v = raw_request(tsrv, "POST", "/v1/exec?x=%2F", body=body, headers=auth)
+    assert st == 200        # a query string is not part of the path
+
+
+@pytest.mark.parametrize("raw,field", [
+    (b'{"code": "print(1)", "code": "print(2)"}', "code"),
+    (b'{"code": "print(1)", "policy": "default", "policy": "strict"}', "policy"),
+    (b'{"code": "1", "limits": {"wall": "1s", "wall": "2s"}}', "limits.wall"),
+    (b'{"code": "1", "stdin": "a", "stdin": "b"}', "stdin"),
+])
+def test_duplicate_keys_are_400(tsrv, raw, field):
+    """cJSON kept the first of two equal keys where most parsers keep the last."""
+    st, e = raw_request(tsrv, "POST", "/v1/exec", body=raw,
+                        headers={"Authorization": "Bearer tok-123"})
+    assert st == 400 and e["field"] == field and "twice" in e["error"], e
+
+
+def test_bearer_token_compared_in_full(tsrv):
+    for auth in ("Bearer tok-12", "Bearer tok-1234", "bearer tok-123", "Bearer  tok-123",
+                 "Bearer tok-123 "):
+        st, _ = raw_request(tsrv, "GET", "/metrics", headers={"Authorization": auth})
+        assert st == 401, auth
+    st, _ = raw_request(tsrv, "GET", "/metrics", headers={"Authorization": "Bearer tok-123"})
+    assert st == 200
+
+
+# A snippet with the Python and Landlock layers off (ctypes, /proc/self/maps) that counts the
+# distinct report tokens (32 hex digits and a NUL) in its own writable memory.
+SCAN_TOKENS = r'''
+import ctypes, re
+pat = re.compile(rb"(?<![0-9a-f])[0-9a-f]{32}\x00")
+found = set()
+for line in open("/proc/self/maps"):
+    parts = line.split()
+    lo, hi = (int(x, 16) for x in parts[0].split("-"))
+    if parts[1].startswith("rw") and not (len(parts) > 5 and parts[5].startswith("[v")):
+        found.update(m.group()[:32] for m in pat.finditer(ctypes.string_at(lo, hi - lo)))
+print(len(found))
+'''
+
+
+def test_worker_memory_holds_no_other_runs_token():
+    """The zygote kept every live worker's report token; each worker forked later held them
+    all (3 after a few runs here). Only its own is left (found: the scan works)."""
+    s = Server("--workers", "2", "--policy", "default", "--disable-layer", "python",
+               "--disable-layer", "landlock")
+    try:
+        holder = threading.Thread(target=s.exec, args=("import time\ntime.sleep(2)",))
+        holder.start()
+        counts = []
+        for _ in range(4):
+            st, _, v = s.exec(SCAN_TOKENS)
+            assert st == 200 and v["status"] == "ok", v
+            counts.append(int(v["stdout"]))
+        holder.join()
+        assert counts == [1, 1, 1, 1], counts
+    finally:
+        s.stop()
