@@ -194,11 +194,22 @@ static void count_status(struct ps_server *s, int status)
 	pthread_mutex_unlock(&s->mu);
 }
 
+static char *answer_cap_error(size_t ran, size_t n)
+{
+	char *body = NULL;
+
+	if (asprintf(&body, "{\"error\":\"the batch's answer passed %d MiB after %zu of its %zu "
+		     "inputs (their reports); the rest were not run\",\"field\":\"stdin\"}\n",
+		     PS_SERVE_BATCH_ANSWER_MAX >> 20, ran, n) < 0)
+		return NULL;
+	return body;
+}
+
 /* Run every input; a batch's verdicts go in a JSON list. 500 when the host failed a run. */
 static char *run_job(struct ps_server *s, const struct ps_job *j, unsigned slot, unsigned *code)
 {
 	char *out = NULL;
-	size_t len = 0;
+	size_t len = 0, answer = 0;
 	FILE *f = open_memstream(&out, &len);
 
 	if (!f)
@@ -213,8 +224,17 @@ static char *run_job(struct ps_server *s, const struct ps_job *j, unsigned slot,
 		count_status(s, status);
 		if (status == PS_STATUS_INTERNAL_ERROR)
 			*code = MHD_HTTP_INTERNAL_SERVER_ERROR;
+		answer += v ? strlen(v) : 4;
 		fprintf(f, "%s%s", i ? "," : "", v ? v : "null");
 		free(v);
+		/* The output was bounded before the start; what else a verdict holds (an
+		 * exception's report, up to megabytes) is counted here. */
+		if (j->batch && answer > PS_SERVE_BATCH_ANSWER_MAX && i + 1 < j->n) {
+			fclose(f);
+			free(out);
+			*code = MHD_HTTP_INTERNAL_SERVER_ERROR;
+			return answer_cap_error(i + 1, j->n);
+		}
 	}
 	fputs(j->batch ? "]\n" : "\n", f);
 	if (fclose(f)) {

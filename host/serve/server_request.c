@@ -134,6 +134,34 @@ static int parse_stdin(const cJSON *v, struct ps_job *j, struct ps_bad *b)
 	return 0;
 }
 
+/* What a batch may cost, known before it starts (server.h). */
+static int batch_bounds(const struct ps_job *j, struct ps_bad *b)
+{
+	uint64_t out = j->limits.output_bytes * PS_SERVE_ESCAPED_MAX;
+	uint64_t wall = j->limits.wall_ms * j->n;
+	char have[32], most[32], cap[32];
+
+	if (out && j->n * out > PS_SERVE_BATCH_ANSWER_MAX) {
+		ps_format_size(j->limits.output_bytes, have, sizeof(have));
+		ps_format_size(PS_SERVE_BATCH_ANSWER_MAX / PS_SERVE_ESCAPED_MAX / j->n >> 10 << 10,
+			       most, sizeof(most));
+		ps_format_size(PS_SERVE_BATCH_ANSWER_MAX, cap, sizeof(cap));
+		return bad(b, "limits.output", "limits.output: %zu inputs at %s of output each "
+			   "could answer more than a batch may (%s, output escaped 6 bytes a byte "
+			   "at worst): give limits.output %s or less, or fewer inputs",
+			   j->n, have, cap, most);
+	}
+	if (wall > PS_SERVE_BATCH_WALL_MAX_MS) {
+		ps_format_duration_ms(j->limits.wall_ms, have, sizeof(have));
+		ps_format_duration_ms(PS_SERVE_BATCH_WALL_MAX_MS / j->n, most, sizeof(most));
+		ps_format_duration_ms(PS_SERVE_BATCH_WALL_MAX_MS, cap, sizeof(cap));
+		return bad(b, "limits.wall", "limits.wall: %zu inputs at %s each could take more "
+			   "than a batch may (%s): give limits.wall %s or less, or fewer inputs",
+			   j->n, have, cap, most);
+	}
+	return 0;
+}
+
 static const char *const known_keys[] = { "code", "stdin", "policy", "limits" };
 
 static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j, struct ps_bad *b)
@@ -159,9 +187,10 @@ static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j
 	j->code = code->valuestring;
 	j->code_len = strlen(code->valuestring);
 	if (parse_policy(s, cJSON_GetObjectItemCaseSensitive(root, "policy"), j, b) < 0 ||
-	    parse_limits(s, cJSON_GetObjectItemCaseSensitive(root, "limits"), j, b) < 0)
+	    parse_limits(s, cJSON_GetObjectItemCaseSensitive(root, "limits"), j, b) < 0 ||
+	    parse_stdin(cJSON_GetObjectItemCaseSensitive(root, "stdin"), j, b) < 0)
 		return -1;
-	return parse_stdin(cJSON_GetObjectItemCaseSensitive(root, "stdin"), j, b);
+	return j->batch ? batch_bounds(j, b) : 0;
 }
 
 /* What cJSON would let through but we must not: bytes that are not UTF-8 (JSON is UTF-8), and

@@ -512,3 +512,60 @@ def test_worker_memory_holds_no_other_runs_token():
         assert counts == [1, 1, 1, 1], counts
     finally:
         s.stop()
+
+
+# ---------------------------------------------------------------- finding 6: batch amplification
+
+FLOOD = "import sys\nsys.stdout.write('\\x01' * (8 << 20))"
+
+
+def test_batch_answer_is_bounded_before_it_starts():
+    """16 inputs of 8 MiB of \\x01 each (notebook's output cap): a 768 MiB answer (6 bytes a
+    byte) built in the front, 1.15 GB of RSS. Refused before any input runs, naming the
+    limit to give; a batch under the bound runs, each input cut at its cap to the byte."""
+    s = Server("--workers", "1", "--policy", "notebook")
+    try:
+        rss0 = s.rss_kb()
+        t0 = time.monotonic()
+        st, _, e = s.request("POST", "/v1/batch", {"code": FLOOD, "stdin": [""] * 16})
+        assert st == 400 and e["field"] == "limits.output", e
+        assert "give limits.output 682K or less" in e["error"], e
+        assert time.monotonic() - t0 < 1 and s.rss_kb() - rss0 < 4 << 10
+        # control: the limit it names is accepted, and the answer is what the cap let through
+        st, _, vs = s.request("POST", "/v1/batch", {"code": FLOOD, "stdin": [""] * 4,
+                                                     "limits": {"output": "1M"}})
+        assert st == 200 and len(vs) == 4
+        for v in vs:
+            assert v["status"] == "output_limit" and v["truncated"] is True
+            assert v["stdout"] == "\x01" * (1 << 20)
+        assert s.rss_kb() - rss0 < 64 << 10, (rss0, s.rss_kb())
+    finally:
+        s.stop()
+
+
+def test_batch_wall_time_is_bounded_before_it_starts(srv_default):
+    st, _, e = srv_default.request("POST", "/v1/batch", {"code": "1", "stdin": [""] * 256,
+                                                          "limits": {"output": "4K"}})
+    assert st == 400 and e["field"] == "limits.wall" and "give limits.wall 1171ms or less" in e["error"], e
+    st, _, vs = srv_default.request("POST", "/v1/batch", {"code": "print(input())",
+                                                           "stdin": [str(i) for i in range(256)],
+                                                           "limits": {"wall": "1s",
+                                                                      "output": "4K"}})
+    assert st == 200 and [v["stdout"] for v in vs] == ["%d\n" % i for i in range(256)]
+
+
+def test_batch_stops_when_reports_pass_the_answer_cap(srv_default):
+    """What is not output (an exception's message, up to the report's 4 MiB) is counted as
+    the batch goes: 40 inputs of a 3 MB message each stop after the 22nd (64 MiB)."""
+    code = "raise ValueError('x' * 3000000)"
+    st, _, e = srv_default.request("POST", "/v1/batch", {"code": code, "stdin": [""] * 40,
+                                                          "limits": {"output": "64K"}})
+    assert st == 500 and e["field"] == "stdin", e
+    assert "after 23 of its 40 inputs" in e["error"], e
+
+
+@pytest.fixture(scope="module")
+def srv_default():
+    s = Server("--workers", "1", "--policy", "default")
+    yield s
+    s.stop()
