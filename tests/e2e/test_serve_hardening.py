@@ -569,3 +569,34 @@ def srv_default():
     s = Server("--workers", "1", "--policy", "default")
     yield s
     s.stop()
+
+
+# ---------------------------------------------------------------- output caps, to the byte
+
+def test_output_cap_counts_both_streams_to_the_byte(srv_default):
+    """The cap is on stdout and stderr together: 40 KiB on each through a 64 KiB cap is
+    65536 bytes in all, not 80 KiB (a cap counted per stream let 129.5 KB through)."""
+    code = ("import sys\nsys.stdout.write('o' * 40960)\nsys.stdout.flush()\n"
+            "sys.stderr.write('e' * 40960)\nsys.stderr.flush()")
+    st, _, v = srv_default.exec(code, limits={"output": "64K"})
+    assert st == 200 and v["status"] == "output_limit" and v["truncated"] is True, v
+    assert len(v["stdout"]) + len(v["stderr"]) == 65536, (len(v["stdout"]), len(v["stderr"]))
+    assert set(v["stdout"]) <= {"o"} and set(v["stderr"]) <= {"e"}
+    # control: under the cap, both streams whole
+    st, _, v = srv_default.exec(code.replace("40960", "30000"), limits={"output": "64K"})
+    assert v["status"] == "ok" and (len(v["stdout"]), len(v["stderr"])) == (30000, 30000)
+
+
+@pytest.mark.parametrize("code", [
+    "import sys, time\nsys.stdout.write('x' * 100000)\nsys.stdout.flush()\ntime.sleep(4)",
+    "import sys\nwhile True:\n    sys.stdout.write('x' * 1000)\n    sys.stderr.write('y' * 1000)",
+])
+def test_output_cap_kills_the_worker_at_once(srv_default, code):
+    """A cap that only stopped reading left the worker running (or sleeping) to its wall
+    limit: the run passing 64 KiB is killed (SIGKILL) within moments, 65536 bytes kept."""
+    st, _, v = srv_default.exec(code, limits={"output": "64K"})
+    assert st == 200 and v["status"] == "output_limit", v
+    assert v["signal_name"] == "SIGKILL" and v["exit_code"] is None, v
+    assert len(v["stdout"]) + len(v["stderr"]) == 65536
+    assert v["usage"]["wall_ms"] < 1000, v["usage"]      # the wall limit is 5 s, the sleep 4
+    assert srv_default.strays() == []
