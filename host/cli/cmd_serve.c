@@ -38,7 +38,7 @@ struct serve {
 	size_t n;
 	char tmp_root[200];
 	char unix_path[108];
-	volatile int stopping;
+	int stopping;		/* atomic: serve() is ending the zygotes */
 };
 
 /* ---------------------------------------------------------------- listening socket */
@@ -210,7 +210,7 @@ static void *monitor(void *arg)
 		if (pid < 0) {
 			if (errno == EINTR)
 				continue;
-			if (sv->stopping)
+			if (__atomic_load_n(&sv->stopping, __ATOMIC_SEQ_CST))
 				return NULL;
 			usleep(50000);	/* no child right now (a restart failed) */
 		}
@@ -219,7 +219,7 @@ static void *monitor(void *arg)
 				z = &sv->zygotes[i];
 		if (z)
 			ps_zygote_reaped(z);
-		if (sv->stopping)
+		if (__atomic_load_n(&sv->stopping, __ATOMIC_SEQ_CST))
 			continue;
 		for (size_t i = 0; i < sv->n; i++) {
 			z = &sv->zygotes[i];
@@ -231,6 +231,10 @@ static void *monitor(void *arg)
 				ps_err("restarting zygote %s: %s", z->name, err);
 				sleep(1);
 			}
+			/* serve() may have killed the zygotes while this one was starting (its pid
+			 * was not set yet): then it is ours to end, else waitpid() never returns */
+			if (__atomic_load_n(&sv->stopping, __ATOMIC_SEQ_CST))
+				ps_zygote_kill(z);
 		}
 	}
 }
@@ -249,6 +253,17 @@ static int read_token(const char *path, char **token)
 	if (!len) {
 		ps_err("--token-file %s: empty", path);
 		return -1;
+	}
+	/* The token is compared as a C string: a NUL would silently shorten it (and what could
+	 * not be sent in a header line could never match). One line of visible ASCII. */
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)(*token)[i];
+
+		if (c < 0x21 || c > 0x7e) {
+			ps_err("--token-file %s: byte %zu is 0x%02x; a token is one line of visible "
+			       "ASCII characters", path, i, c);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -323,7 +338,7 @@ static int serve(struct serve *sv, const struct ps_opts *o, struct ps_server_con
 	fprintf(stderr, "pysnip serve: %s, draining\n", strsignal(sig));
 	ps_server_drain(s);
 	ps_server_free(s);
-	sv->stopping = 1;
+	__atomic_store_n(&sv->stopping, 1, __ATOMIC_SEQ_CST);
 	for (size_t i = 0; i < sv->n; i++)
 		ps_zygote_kill(&sv->zygotes[i]);
 	pthread_join(mon, NULL);
@@ -392,7 +407,7 @@ int ps_cmd_serve(int argc, char **argv)
 		goto out_tmp;
 	ret = serve(&sv, &o, &cfg);
 	if (ret != PS_EXIT_OK) {
-		sv.stopping = 1;
+		__atomic_store_n(&sv.stopping, 1, __ATOMIC_SEQ_CST);
 		for (size_t i = 0; i < sv.n; i++)
 			ps_zygote_kill(&sv.zygotes[i]);
 	}

@@ -97,13 +97,17 @@ static int spawn(struct ps_zygote *z, int child_end, pid_t *pid, char *err, size
 		return -1;
 	}
 	/* The front blocks SIGTERM/SIGINT (for sigwait) and ignores SIGPIPE; both would survive
-	 * exec. The zygote starts clean. */
+	 * exec. The zygote starts clean, in a process group of its own: a signal to the
+	 * server's group (`kill -TERM -PGID`, a terminal's ^C) is meant for the front, which
+	 * drains; the zygote ends with the front (PDEATHSIG, its control socket's EOF). */
 	sigemptyset(&none);
 	sigfillset(&all);
 	posix_spawnattr_init(&at);
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setpgroup(&at, 0);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+					      POSIX_SPAWN_SETPGROUP);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, child_end, PS_ZYGOTE_CTL_FD);
 	ret = posix_spawn(pid, exe, &fa, &at, argv, env);

@@ -194,11 +194,22 @@ static void count_status(struct ps_server *s, int status)
 	pthread_mutex_unlock(&s->mu);
 }
 
+static char *answer_cap_error(size_t ran, size_t n)
+{
+	char *body = NULL;
+
+	if (asprintf(&body, "{\"error\":\"the batch's answer passed %d MiB after %zu of its %zu "
+		     "inputs (their reports); the rest were not run\",\"field\":\"stdin\"}\n",
+		     PS_SERVE_BATCH_ANSWER_MAX >> 20, ran, n) < 0)
+		return NULL;
+	return body;
+}
+
 /* Run every input; a batch's verdicts go in a JSON list. 500 when the host failed a run. */
 static char *run_job(struct ps_server *s, const struct ps_job *j, unsigned slot, unsigned *code)
 {
 	char *out = NULL;
-	size_t len = 0;
+	size_t len = 0, answer = 0;
 	FILE *f = open_memstream(&out, &len);
 
 	if (!f)
@@ -213,8 +224,17 @@ static char *run_job(struct ps_server *s, const struct ps_job *j, unsigned slot,
 		count_status(s, status);
 		if (status == PS_STATUS_INTERNAL_ERROR)
 			*code = MHD_HTTP_INTERNAL_SERVER_ERROR;
+		answer += v ? strlen(v) : 4;
 		fprintf(f, "%s%s", i ? "," : "", v ? v : "null");
 		free(v);
+		/* The output was bounded before the start; what else a verdict holds (an
+		 * exception's report, up to megabytes) is counted here. */
+		if (j->batch && answer > PS_SERVE_BATCH_ANSWER_MAX && i + 1 < j->n) {
+			fclose(f);
+			free(out);
+			*code = MHD_HTTP_INTERNAL_SERVER_ERROR;
+			return answer_cap_error(i + 1, j->n);
+		}
 	}
 	fputs(j->batch ? "]\n" : "\n", f);
 	if (fclose(f)) {
@@ -349,17 +369,18 @@ static const struct route {
 };
 
 /* The token check reads every byte of the expected token whatever the input, so its time
- * does not depend on where the first difference is. */
-static bool token_ok(const struct ps_server *s, const char *auth)
+ * does not depend on where the first difference is. The header is taken with its length: a
+ * NUL in it must not end the comparison early ("Bearer tok\0junk" is not "Bearer tok"). */
+static bool token_ok(const struct ps_server *s, const char *auth, size_t len)
 {
 	const char *want = s->cfg.token;
 	size_t wl = strlen(want), gl;
 	volatile unsigned char diff = 0;
 
-	if (!auth || strncmp(auth, "Bearer ", 7))
+	if (!auth || len < 7 || memcmp(auth, "Bearer ", 7))
 		return false;
 	auth += 7;
-	gl = strlen(auth);
+	gl = len - 7;
 	diff |= (unsigned char)(gl != wl);
 	for (size_t i = 0; i < wl; i++)
 		diff |= (unsigned char)(want[i] ^ (i < gl ? auth[i] : 0));
@@ -368,8 +389,14 @@ static bool token_ok(const struct ps_server *s, const char *auth)
 
 static bool authorization_ok(const struct ps_server *s, struct MHD_Connection *c)
 {
-	return token_ok(s, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-						       MHD_HTTP_HEADER_AUTHORIZATION));
+	static const char key[] = MHD_HTTP_HEADER_AUTHORIZATION;
+	const char *v = NULL;
+	size_t vl = 0;
+
+	if (MHD_lookup_connection_value_n(c, MHD_HEADER_KIND, key, sizeof(key) - 1, &v, &vl) !=
+	    MHD_YES)
+		return false;
+	return token_ok(s, v, vl);
 }
 
 /* Everything that can be decided on the headers is, before a byte of the body is kept (an
@@ -526,6 +553,13 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	*con_cls = NULL;
 }
 
+/* Routes match the path as sent: MHD's default %HH decoding made "/v1%2Fexec" reach
+ * /v1/exec (and would let a proxy's path rules and ours disagree). No route has an escape. */
+static size_t keep_escapes(void *cls, struct MHD_Connection *c, char *s)
+{
+	return strlen(s);
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -564,6 +598,7 @@ int ps_server_start(const struct ps_server_config *cfg, struct ps_server **out, 
 				s->acceptor, MHD_OPTION_CONNECTION_LIMIT, cfg->max_conns + 16,
 				/* what a connection may hold before its request is in: headers */
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEADER_BYTES_MAX,
+				MHD_OPTION_UNESCAPE_CALLBACK, keep_escapes, NULL,
 				/* a thread per connection: small stacks, the handlers are shallow */
 				MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 << 10), MHD_OPTION_END);
 	if (!s->d) {

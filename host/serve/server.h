@@ -10,7 +10,18 @@
 #include "policy/policy.h"
 #include "zygote/zygote.h"
 
-enum { PS_SERVE_BODY_MAX = 16 << 20, PS_SERVE_BATCH_MAX = 256 };
+/* A batch's answer is built whole (its status is 500 when a run failed in the host), so it
+ * is bounded before any input runs: its inputs' output, escaped at worst 6 bytes a byte
+ * (\u0001), may not pass PS_SERVE_BATCH_ANSWER_MAX, nor its inputs' wall limits together
+ * PS_SERVE_BATCH_WALL_MAX_MS (the time it holds a worker and a connection). The rest of a
+ * verdict (exception reports) is counted as it comes: past the cap, the batch stops. */
+enum {
+	PS_SERVE_BODY_MAX = 16 << 20,
+	PS_SERVE_BATCH_MAX = 256,
+	PS_SERVE_BATCH_ANSWER_MAX = 64 << 20,
+	PS_SERVE_BATCH_WALL_MAX_MS = 300 * 1000,
+	PS_SERVE_ESCAPED_MAX = 6,	/* bytes of JSON per byte of output, at worst */
+};
 
 struct ps_server_config {
 	unsigned workers;		/* concurrent runs */

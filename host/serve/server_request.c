@@ -79,6 +79,18 @@ static int parse_policy(const struct served *s, const cJSON *v, struct ps_job *j
 		   clip(v->valuestring, 64), v->valuestring, served);
 }
 
+/* Does a key before it in obj have its name? cJSON keeps every copy of a key and its lookups
+ * find the first, while other parsers (a proxy's, a client's) take the last: a body must
+ * mean one thing. The objects checked hold only known keys (an unknown one is an error
+ * before the next is looked at), so this stays a short scan. */
+static bool duplicate(const cJSON *obj, const cJSON *it)
+{
+	for (const cJSON *e = obj->child; e && e != it; e = e->next)
+		if (!strcmp(e->string, it->string))
+			return true;
+	return false;
+}
+
 /* Each limit may only tighten the policy's (ps_policy_override with tighten_only). */
 static int parse_limits(const struct served *s, const cJSON *v, struct ps_job *j, struct ps_bad *b)
 {
@@ -95,6 +107,8 @@ static int parse_limits(const struct served *s, const cJSON *v, struct ps_job *j
 		const char *val = num;
 
 		snprintf(field, sizeof(field), "limits.%.*s", clip(it->string, 50), it->string);
+		if (duplicate(v, it))
+			return bad(b, field, "%s: given twice", field);
 		if (cJSON_IsString(it))
 			val = it->valuestring;
 		else if (cJSON_IsNumber(it) && it->valuedouble >= 0 && it->valuedouble < 1e15)
@@ -150,6 +164,34 @@ static int parse_stdin(const cJSON *v, struct ps_job *j, struct ps_bad *b)
 	return 0;
 }
 
+/* What a batch may cost, known before it starts (server.h). */
+static int batch_bounds(const struct ps_job *j, struct ps_bad *b)
+{
+	uint64_t out = j->limits.output_bytes * PS_SERVE_ESCAPED_MAX;
+	uint64_t wall = j->limits.wall_ms * j->n;
+	char have[32], most[32], cap[32];
+
+	if (out && j->n * out > PS_SERVE_BATCH_ANSWER_MAX) {
+		ps_format_size(j->limits.output_bytes, have, sizeof(have));
+		ps_format_size(PS_SERVE_BATCH_ANSWER_MAX / PS_SERVE_ESCAPED_MAX / j->n >> 10 << 10,
+			       most, sizeof(most));
+		ps_format_size(PS_SERVE_BATCH_ANSWER_MAX, cap, sizeof(cap));
+		return bad(b, "limits.output", "limits.output: %zu inputs at %s of output each "
+			   "could answer more than a batch may (%s, output escaped 6 bytes a byte "
+			   "at worst): give limits.output %s or less, or fewer inputs",
+			   j->n, have, cap, most);
+	}
+	if (wall > PS_SERVE_BATCH_WALL_MAX_MS) {
+		ps_format_duration_ms(j->limits.wall_ms, have, sizeof(have));
+		ps_format_duration_ms(PS_SERVE_BATCH_WALL_MAX_MS / j->n, most, sizeof(most));
+		ps_format_duration_ms(PS_SERVE_BATCH_WALL_MAX_MS, cap, sizeof(cap));
+		return bad(b, "limits.wall", "limits.wall: %zu inputs at %s each could take more "
+			   "than a batch may (%s): give limits.wall %s or less, or fewer inputs",
+			   j->n, have, cap, most);
+	}
+	return 0;
+}
+
 static const char *const known_keys[] = { "code", "stdin", "policy", "limits" };
 
 static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j, struct ps_bad *b)
@@ -166,6 +208,9 @@ static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j
 		if (!known)
 			return bad(b, it->string, "%.*s: unknown field (known: code, stdin, policy, "
 				   "limits)", clip(it->string, 50), it->string);
+		if (duplicate(root, it))
+			return bad(b, it->string, "%.*s: given twice", clip(it->string, 50),
+				   it->string);
 	}
 	code = cJSON_GetObjectItemCaseSensitive(root, "code");
 	if (!cJSON_IsString(code))
@@ -173,9 +218,10 @@ static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j
 	j->code = code->valuestring;
 	j->code_len = strlen(code->valuestring);
 	if (parse_policy(s, cJSON_GetObjectItemCaseSensitive(root, "policy"), j, b) < 0 ||
-	    parse_limits(s, cJSON_GetObjectItemCaseSensitive(root, "limits"), j, b) < 0)
+	    parse_limits(s, cJSON_GetObjectItemCaseSensitive(root, "limits"), j, b) < 0 ||
+	    parse_stdin(cJSON_GetObjectItemCaseSensitive(root, "stdin"), j, b) < 0)
 		return -1;
-	return parse_stdin(cJSON_GetObjectItemCaseSensitive(root, "stdin"), j, b);
+	return j->batch ? batch_bounds(j, b) : 0;
 }
 
 /* Length of the well-formed UTF-8 sequence at s (at most avail bytes), or 0: Unicode Table 3-7,

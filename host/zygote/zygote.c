@@ -82,13 +82,16 @@ static int announce(const struct zw *w, uint64_t tag, int life_r)
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
 			      .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	int ret;
 
 	snprintf(m.token, sizeof(m.token), "%s", w->o.report_token);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(fds));
 	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	return sendmsg(PS_ZYGOTE_CTL_FD, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	ret = sendmsg(PS_ZYGOTE_CTL_FD, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	explicit_bzero(m.token, sizeof(m.token));
+	return ret;
 }
 
 /* Fork one worker with limits l and hand it to the front. */
@@ -128,10 +131,14 @@ static int fork_worker(struct zyg *z, const struct ps_limits *l, uint64_t tag)
 			close(life[0]);
 			close(life[1]);
 		}
+		explicit_bzero(w.o.report_token, sizeof(w.o.report_token));
 		ps_worker_cleanup(&w.proc, &w.o);
 		return -EIO;
 	}
 	close(life[0]);
+	/* The token is the front's now. Every later worker is forked from this memory: a
+	 * snippet with native code could read the tokens of the runs alive beside it. */
+	explicit_bzero(w.o.report_token, sizeof(w.o.report_token));
 	/* The front holds the channels now; we keep the pidfd (to reap) and life. */
 	close(w.proc.f.in);
 	close(w.proc.f.out);
@@ -345,6 +352,12 @@ int ps_cmd_zygote(int argc, char **argv)
 		return PS_EXIT_INTERNAL;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* Signals to stop the server are the front's to act on (it drains, then ends us):
+	 * systemd's KillMode=control-group sends SIGTERM to every process of the unit, and a
+	 * zygote that died of it would take the runs in flight with it. Workers reset these. */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
 	/* Only root can give a worker its priority back (CAP_SYS_NICE in the first user ns). */
 	if (geteuid() == 0 && !(z.w.ns_static & CLONE_NEWUSER))
 		z.w.ahead_nice = 19;

@@ -129,7 +129,10 @@ class Server:
         return out
 
     def descendants(self):
-        todo, seen = [self.pid], []
+        return self.descendants_of(self.pid)
+
+    def descendants_of(self, pid):
+        todo, seen = [pid], []
         while todo:
             p = todo.pop()
             try:

@@ -335,3 +335,268 @@ def test_unauthenticated_connections_are_counted():
         for k in idle:
             k.close()
         s.stop()
+
+
+# ---------------------------------------------------------------- finding 9: signals
+
+def term_group_while_running(s, sig_targets):
+    """Runs in flight, then SIGTERM to sig_targets(): the server must answer them and exit 0."""
+    for i in range(20):
+        st, _, v = s.exec("print(%d)" % i)
+        assert st == 200
+    res = []
+
+    def run():
+        try:
+            res.append(s.exec("import time\ntime.sleep(0.8)\nprint('finished')"))
+        except Exception as e:     # noqa: BLE001 - reported below
+            res.append((repr(e), None, None))
+    ts = [threading.Thread(target=run) for _ in range(2)]
+    for t in ts:
+        t.start()
+    assert wait_for(lambda: "pysnip_workers_busy 2" in s.request("GET", "/metrics")[2], 5)
+    zygotes = list(s.zygotes().values())
+    t0 = time.monotonic()
+    sig_targets()
+    for t in ts:
+        t.join(10)
+    assert s.proc.wait(10) == 0, s.lines
+    assert time.monotonic() - t0 < 3
+    assert not any("restarting" in l for l in s.lines), s.lines
+    assert all(not os.path.exists("/proc/%d" % z) for z in zygotes)
+    return res
+
+
+def test_sigterm_to_the_process_group_drains():
+    """`kill -TERM -PGID` (what a shell's job control and many supervisors send): the
+    zygotes share the front's group; they died of it, the front restarted them while
+    draining, and the drain hung in half the runs."""
+    for _ in range(3):
+        s = Server("--workers", "2", "--policy", "default,strict", new_session=True)
+        try:
+            res = term_group_while_running(s, lambda: os.killpg(s.pid, signal.SIGTERM))
+            assert [r[0] for r in res] == [200, 200], res
+            assert all(r[2]["stdout"] == "finished\n" for r in res), res
+            assert s.scratch_left() == [] and s.strays() == []
+        finally:
+            s.stop()
+
+
+def test_sigterm_to_every_process_of_the_server_drains():
+    """systemd's default KillMode=control-group sends SIGTERM to every process of the unit:
+    the front, the zygotes, their spares and the runs. The zygotes ignore it and the front
+    drains; the runs in flight are killed by it (their verdict says so: use KillMode=mixed to
+    let them finish), and the server still exits 0 at once."""
+    s = Server("--workers", "2", "--policy", "default,strict", new_session=True)
+    try:
+        def everyone():
+            for pid in [s.pid] + s.descendants():
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        res = term_group_while_running(s, everyone)
+        assert len(res) == 2
+        for st, _, v in res:
+            assert (st, v["stdout"]) == (200, "finished\n") or \
+                (st, v["status"], v["signal_name"]) == (200, "signal", "SIGTERM"), v
+        assert s.strays() == []
+    finally:
+        s.stop()
+
+
+def test_zygote_restarted_during_the_drain_does_not_hang_the_exit():
+    """A zygote that dies is restarted, also while the front drains (queued runs may need
+    it); one whose start was under way when the front ended the zygotes must still be ended,
+    else the front waits for it for ever. Here the drain has nothing to wait for, so it ends
+    while the killed zygote's successor starts (an interpreter's start: tens of ms)."""
+    for _ in range(3):
+        s = Server("--workers", "1", "--policy", "default,strict")
+        try:
+            st, _, v = s.exec("print(1)", policy="strict")
+            assert st == 200
+            os.kill(s.zygotes()["strict"], signal.SIGKILL)
+            assert wait_for(lambda: any("restarting" in l for l in s.lines), 5)
+            s.proc.send_signal(signal.SIGTERM)
+            assert s.proc.wait(10) == 0, s.lines
+            assert s.strays() == []
+        finally:
+            s.stop()
+
+
+# ---------------------------------------------------------------- finding 14: token, routing
+
+@pytest.mark.parametrize("content,byte", [(b"s3cret\x00rest-of-it\n", 6), (b"two words\n", 3),
+                                          (b"tab\there", 3), (b"caf\xc3\xa9", 3)])
+def test_token_file_must_be_one_visible_line(tmp_path, content, byte):
+    """A NUL in the token file shortened the token to what came before it ("s3cret")."""
+    f = tmp_path / "token"
+    f.write_bytes(content)
+    p = subprocess.run([PYSNIP, "serve", "--token-file", str(f), "--listen", "127.0.0.1:0"],
+                       capture_output=True, timeout=30)
+    assert p.returncode == 1, p.stderr
+    assert b"--token-file" in p.stderr and b"byte %d " % byte in p.stderr, p.stderr
+
+
+@pytest.fixture(scope="module")
+def tsrv():
+    s = Server("--workers", "1", "--policy", "default", token="tok-123")
+    yield s
+    s.stop()
+
+
+def test_escaped_paths_do_not_route(tsrv):
+    """MHD decoded %HH before routing: /v1%2Fexec ran a snippet as /v1/exec did."""
+    auth = {"Authorization": "Bearer tok-123"}
+    body = json.dumps({"code": "print(1)"}).encode()
+    for path in ("/v1%2Fexec", "/v1/%65xec", "/v1/exec%00", "/%761/batch", "/healthz%3F"):
+        st, e = raw_request(tsrv, "POST", path, body=body, headers=auth)
+        assert st == 404, (path, st, e)
+    st, v = raw_request(tsrv, "POST", "/v1/exec", body=body, headers=auth)  # control
+    assert st == 200 and v["stdout"] == "1\n"
+    st, v = raw_request(tsrv, "POST", "/v1/exec?x=%2F", body=body, headers=auth)
+    assert st == 200        # a query string is not part of the path
+
+
+@pytest.mark.parametrize("raw,field", [
+    (b'{"code": "print(1)", "code": "print(2)"}', "code"),
+    (b'{"code": "print(1)", "policy": "default", "policy": "strict"}', "policy"),
+    (b'{"code": "1", "limits": {"wall": "1s", "wall": "2s"}}', "limits.wall"),
+    (b'{"code": "1", "stdin": "a", "stdin": "b"}', "stdin"),
+])
+def test_duplicate_keys_are_400(tsrv, raw, field):
+    """cJSON kept the first of two equal keys where most parsers keep the last."""
+    st, e = raw_request(tsrv, "POST", "/v1/exec", body=raw,
+                        headers={"Authorization": "Bearer tok-123"})
+    assert st == 400 and e["field"] == field and "twice" in e["error"], e
+
+
+def test_bearer_token_compared_in_full(tsrv):
+    for auth in ("Bearer tok-12", "Bearer tok-1234", "bearer tok-123", "Bearer  tok-123",
+                 "Bearer tok-123 "):
+        st, _ = raw_request(tsrv, "GET", "/metrics", headers={"Authorization": auth})
+        assert st == 401, auth
+    st, _ = raw_request(tsrv, "GET", "/metrics", headers={"Authorization": "Bearer tok-123"})
+    assert st == 200
+
+
+# A snippet with the Python and Landlock layers off (ctypes, /proc/self/maps) that counts the
+# distinct report tokens (32 hex digits and a NUL) in its own writable memory.
+SCAN_TOKENS = r'''
+import ctypes, re
+pat = re.compile(rb"(?<![0-9a-f])[0-9a-f]{32}\x00")
+found = set()
+for line in open("/proc/self/maps"):
+    parts = line.split()
+    lo, hi = (int(x, 16) for x in parts[0].split("-"))
+    if parts[1].startswith("rw") and not (len(parts) > 5 and parts[5].startswith("[v")):
+        found.update(m.group()[:32] for m in pat.finditer(ctypes.string_at(lo, hi - lo)))
+print(len(found))
+'''
+
+
+def test_worker_memory_holds_no_other_runs_token():
+    """The zygote kept every live worker's report token; each worker forked later held them
+    all (3 after a few runs here). Only its own is left (found: the scan works)."""
+    s = Server("--workers", "2", "--policy", "default", "--disable-layer", "python",
+               "--disable-layer", "landlock")
+    try:
+        holder = threading.Thread(target=s.exec, args=("import time\ntime.sleep(2)",))
+        holder.start()
+        counts = []
+        for _ in range(4):
+            st, _, v = s.exec(SCAN_TOKENS)
+            assert st == 200 and v["status"] == "ok", v
+            counts.append(int(v["stdout"]))
+        holder.join()
+        assert counts == [1, 1, 1, 1], counts
+    finally:
+        s.stop()
+
+
+# ---------------------------------------------------------------- finding 6: batch amplification
+
+FLOOD = "import sys\nsys.stdout.write('\\x01' * (8 << 20))"
+
+
+def test_batch_answer_is_bounded_before_it_starts():
+    """16 inputs of 8 MiB of \\x01 each (notebook's output cap): a 768 MiB answer (6 bytes a
+    byte) built in the front, 1.15 GB of RSS. Refused before any input runs, naming the
+    limit to give; a batch under the bound runs, each input cut at its cap to the byte."""
+    s = Server("--workers", "1", "--policy", "notebook")
+    try:
+        rss0 = s.rss_kb()
+        t0 = time.monotonic()
+        st, _, e = s.request("POST", "/v1/batch", {"code": FLOOD, "stdin": [""] * 16})
+        assert st == 400 and e["field"] == "limits.output", e
+        assert "give limits.output 682K or less" in e["error"], e
+        assert time.monotonic() - t0 < 1 and s.rss_kb() - rss0 < 4 << 10
+        # control: the limit it names is accepted, and the answer is what the cap let through
+        st, _, vs = s.request("POST", "/v1/batch", {"code": FLOOD, "stdin": [""] * 4,
+                                                     "limits": {"output": "1M"}})
+        assert st == 200 and len(vs) == 4
+        for v in vs:
+            assert v["status"] == "output_limit" and v["truncated"] is True
+            assert v["stdout"] == "\x01" * (1 << 20)
+        assert s.rss_kb() - rss0 < 64 << 10, (rss0, s.rss_kb())
+    finally:
+        s.stop()
+
+
+def test_batch_wall_time_is_bounded_before_it_starts(srv_default):
+    st, _, e = srv_default.request("POST", "/v1/batch", {"code": "1", "stdin": [""] * 256,
+                                                          "limits": {"output": "4K"}})
+    assert st == 400 and e["field"] == "limits.wall" and "give limits.wall 1171ms or less" in e["error"], e
+    st, _, vs = srv_default.request("POST", "/v1/batch", {"code": "print(input())",
+                                                           "stdin": [str(i) for i in range(256)],
+                                                           "limits": {"wall": "1s",
+                                                                      "output": "4K"}})
+    assert st == 200 and [v["stdout"] for v in vs] == ["%d\n" % i for i in range(256)]
+
+
+def test_batch_stops_when_reports_pass_the_answer_cap(srv_default):
+    """What is not output (an exception's message, up to the report's 4 MiB) is counted as
+    the batch goes: 40 inputs of a 3 MB message each stop after the 22nd (64 MiB)."""
+    code = "raise ValueError('x' * 3000000)"
+    st, _, e = srv_default.request("POST", "/v1/batch", {"code": code, "stdin": [""] * 40,
+                                                          "limits": {"output": "64K"}})
+    assert st == 500 and e["field"] == "stdin", e
+    assert "after 23 of its 40 inputs" in e["error"], e
+
+
+@pytest.fixture(scope="module")
+def srv_default():
+    s = Server("--workers", "1", "--policy", "default")
+    yield s
+    s.stop()
+
+
+# ---------------------------------------------------------------- output caps, to the byte
+
+def test_output_cap_counts_both_streams_to_the_byte(srv_default):
+    """The cap is on stdout and stderr together: 40 KiB on each through a 64 KiB cap is
+    65536 bytes in all, not 80 KiB (a cap counted per stream let 129.5 KB through)."""
+    code = ("import sys\nsys.stdout.write('o' * 40960)\nsys.stdout.flush()\n"
+            "sys.stderr.write('e' * 40960)\nsys.stderr.flush()")
+    st, _, v = srv_default.exec(code, limits={"output": "64K"})
+    assert st == 200 and v["status"] == "output_limit" and v["truncated"] is True, v
+    assert len(v["stdout"]) + len(v["stderr"]) == 65536, (len(v["stdout"]), len(v["stderr"]))
+    assert set(v["stdout"]) <= {"o"} and set(v["stderr"]) <= {"e"}
+    # control: under the cap, both streams whole
+    st, _, v = srv_default.exec(code.replace("40960", "30000"), limits={"output": "64K"})
+    assert v["status"] == "ok" and (len(v["stdout"]), len(v["stderr"])) == (30000, 30000)
+
+
+@pytest.mark.parametrize("code", [
+    "import sys, time\nsys.stdout.write('x' * 100000)\nsys.stdout.flush()\ntime.sleep(4)",
+    "import sys\nwhile True:\n    sys.stdout.write('x' * 1000)\n    sys.stderr.write('y' * 1000)",
+])
+def test_output_cap_kills_the_worker_at_once(srv_default, code):
+    """A cap that only stopped reading left the worker running (or sleeping) to its wall
+    limit: the run passing 64 KiB is killed (SIGKILL) within moments, 65536 bytes kept."""
+    st, _, v = srv_default.exec(code, limits={"output": "64K"})
+    assert st == 200 and v["status"] == "output_limit", v
+    assert v["signal_name"] == "SIGKILL" and v["exit_code"] is None, v
+    assert len(v["stdout"]) + len(v["stderr"]) == 65536
+    assert v["usage"]["wall_ms"] < 1000, v["usage"]      # the wall limit is 5 s, the sleep 4
+    assert srv_default.strays() == []
