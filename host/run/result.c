@@ -110,6 +110,14 @@ char *ps_json_quote_bytes(const char *buf, size_t len)
 	return out;
 }
 
+static bool utf8_valid(const char *buf, size_t len)
+{
+	for (size_t i = 0, l; i < len; i += l)
+		if (!(l = utf8_seq_len((const unsigned char *)buf + i, len - i)))
+			return false;
+	return true;
+}
+
 static void add_bytes(cJSON *obj, const char *key, const struct ps_capture *c)
 {
 	char *q = ps_json_quote_bytes(c->buf ? c->buf : "", c->len);
@@ -148,6 +156,10 @@ static void report_parse(const struct ps_outcome *o, struct report *rep)
 	if (!start || *start != '\n')
 		return;
 	start++;
+	/* The shim writes UTF-8 only; cJSON would copy other bytes into the verdict's strings,
+	 * and the verdict would no longer be JSON text. */
+	if (!utf8_valid(start, o->report.len - (size_t)(start - o->report.buf)))
+		return;
 	rep->root = cJSON_ParseWithLengthOpts(start, o->report.len - (size_t)(start - o->report.buf),
 					      &end, false);
 	if (!cJSON_IsObject(rep->root))

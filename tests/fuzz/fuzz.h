@@ -75,4 +75,50 @@ static inline bool fuzz_utf8_valid(const unsigned char *s, size_t n)
 	return true;
 }
 
+static inline int fuzz_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* JSON text q with every \udcXX escape replaced by the raw byte XX (surrogateescape undone,
+ * so that cJSON, which refuses a lone low surrogate, can decode it); other escapes are copied
+ * whole, so a "\\udc80" (an escaped backslash, then text) is left alone. Each escape must name
+ * a byte 80..FF: surrogateescape has no other. */
+static inline char *fuzz_unescape_surrogates(const char *q, size_t qlen, size_t *outlen)
+{
+	char *out = malloc(qlen + 1);
+	size_t o = 0;
+
+	FUZZ_CHECK(out, "out of memory");
+	for (size_t i = 0; i < qlen;) {
+		if (q[i] != '\\') {
+			out[o++] = q[i++];
+			continue;
+		}
+		FUZZ_CHECK(i + 1 < qlen, "a backslash ends the literal: %s", q);
+		if (q[i + 1] == 'u' && i + 5 < qlen && (q[i + 2] == 'd' || q[i + 2] == 'D') &&
+		    (q[i + 3] == 'c' || q[i + 3] == 'C')) {
+			int hi = fuzz_hexval(q[i + 4]), lo = fuzz_hexval(q[i + 5]);
+
+			FUZZ_CHECK(hi >= 0 && lo >= 0, "bad \\udc escape in %s", q);
+			FUZZ_CHECK(hi >= 8, "\\udc%c%c is no surrogateescape byte (80..ff)", q[i + 4],
+				   q[i + 5]);
+			out[o++] = (char)(hi << 4 | lo);
+			i += 6;
+			continue;
+		}
+		out[o++] = q[i++];
+		out[o++] = q[i++];
+	}
+	out[o] = '\0';
+	*outlen = o;
+	return out;
+}
+
 #endif

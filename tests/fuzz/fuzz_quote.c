@@ -18,50 +18,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* The literal q (with its quotes) with every \udcXX escape replaced by the raw byte XX; other
- * escapes are copied whole, so a "\\udc80" (an escaped backslash, then text) is left alone. */
-static char *unescape_surrogates(const char *q, size_t qlen, size_t *outlen)
-{
-	char *out = malloc(qlen + 1);
-	size_t o = 0;
-
-	FUZZ_CHECK(out, "out of memory");
-	for (size_t i = 0; i < qlen;) {
-		if (q[i] != '\\') {
-			out[o++] = q[i++];
-			continue;
-		}
-		FUZZ_CHECK(i + 1 < qlen, "a backslash ends the literal: %s", q);
-		if (q[i + 1] == 'u' && i + 5 < qlen && (q[i + 2] == 'd' || q[i + 2] == 'D') &&
-		    (q[i + 3] == 'c' || q[i + 3] == 'C')) {
-			int hi = hexval(q[i + 4]), lo = hexval(q[i + 5]);
-
-			FUZZ_CHECK(hi >= 0 && lo >= 0, "bad \\udc escape in %s", q);
-			FUZZ_CHECK(hi >= 8, "\\udc%c%c is no surrogateescape byte (80..ff)", q[i + 4],
-				   q[i + 5]);
-			out[o++] = (char)(hi << 4 | lo);
-			i += 6;
-			continue;
-		}
-		out[o++] = q[i++];
-		out[o++] = q[i++];
-	}
-	out[o] = '\0';
-	*outlen = o;
-	return out;
-}
-
 /* The literal itself: quoted, UTF-8, no byte below 0x20 (JSON forbids them raw). */
 static void check_literal(const char *q, size_t qlen)
 {
@@ -82,7 +38,7 @@ static char *check_piece(const uint8_t *data, size_t size)
 	FUZZ_CHECK(q, "ps_json_quote_bytes returned NULL for %zu bytes", size);
 	qlen = strlen(q);
 	check_literal(q, qlen);
-	raw = unescape_surrogates(q, qlen, &rawlen);
+	raw = fuzz_unescape_surrogates(q, qlen, &rawlen);
 	v = cJSON_ParseWithLength(raw, rawlen);
 	FUZZ_CHECK(cJSON_IsString(v), "cJSON cannot parse the literal %s", q);
 	FUZZ_CHECK(strlen(v->valuestring) == size && !memcmp(v->valuestring, data, size),
