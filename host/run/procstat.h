@@ -29,4 +29,11 @@ bool ps_procstat_signaled(const struct ps_procstat *st);
 /* Dead or stopped (SIGSTOP, ptrace): no use for a run. */
 bool ps_procstat_unusable(const struct ps_procstat *st);
 
+/* Child side: overwrite in place the strings the kernel copied onto our stack at exec: the
+ * environment, and with argv the arguments. clearenv() only drops the pointers; native code
+ * could still find the strings (a token, a path) by scanning up from __libc_stack_end. The
+ * areas are the kernel's own record (/proc/self/stat, fields 48-51), so a setenv() that moved
+ * environ elsewhere changes nothing. 0 or -errno. */
+int ps_procstat_scrub_self(bool argv);
+
 #endif

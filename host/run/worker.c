@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "procstat.h"
 #include "sandbox/cgroup.h"
 #include "python/interp.h"
 #include "util/util.h"
@@ -51,7 +52,16 @@ static int phase_lifecycle(struct ps_child *c)
 	}
 	if (c->w->init_in_child) {
 		char err[sizeof(c->e.msg)];
+		int ret;
 
+		/* A one-shot run is a fork of `pysnip exec`: its stack still holds the caller's
+		 * environment and arguments (tokens, paths). Overwritten, not just unlinked:
+		 * native code can read its own stack. (A zygote did this once for its workers.) */
+		if ((ret = ps_procstat_scrub_self(true)) < 0) {
+			ps_child_err_set(&c->e, -ret, "scrubbing the environment (/proc/self/stat): %s",
+					 ps_errstr(-ret));
+			return -1;
+		}
 		if (ps_interp_init(c->w->init_in_child, err, sizeof(err)) < 0) {
 			ps_child_err_set(&c->e, EINVAL, "%s", err);
 			return -1;

@@ -242,3 +242,27 @@ def test_forged_early_exit_positive_control(nopy):
     st, _, v = nopy.exec(FORGE_EXIT % (addr, "posix._exit(3)\n"))
     assert st == 200 and v["status"] == "ok", v
     assert v["exit_code"] in (0, 3), v
+
+
+# ---- the host's environment (finding 8) ----
+
+def test_host_environment_not_in_served_worker_memory():
+    import secrets
+    from test_integrity import stack_scan
+    secret = "pysnip-test-secret-" + secrets.token_hex(8)
+    s = Server("--workers", "1", "--policy", "default", "--disable-layer", "python",
+               env={"PYSNIP_TEST_SECRET": secret})
+    try:
+        st, _, v = s.exec(stack_scan(secret, "zygote\0"))
+        assert st == 200 and v["status"] == "ok", v
+        seen = json.loads(v["stdout"])
+        # positive control: the zygote's stack top is there (its exec name), and so is its
+        # argv, kept on purpose (it names the policy, nothing secret)
+        assert seen["bytes"] > 0 and seen["exe"] and seen["argv"], seen
+        assert not seen["secret"], "the front's environment is readable in a served worker"
+        # nor anywhere the zygote itself was given it
+        for z in s.zygotes().values():
+            with open("/proc/%d/environ" % z, "rb") as f:
+                assert secret.encode() not in f.read()
+    finally:
+        s.stop()

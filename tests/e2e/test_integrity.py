@@ -1,0 +1,54 @@
+"""`pysnip exec`: what the run can see of its host and what its limits really are.
+
+Limits are read from the kernel inside the run (getrlimit with the Python layer off, statvfs of
+the scratch), outcomes measured (the bytes through an output cap, the ms past a wall clock),
+never taken from the verdict's own `limits` block."""
+import json
+import os
+import secrets
+import subprocess
+
+import pytest
+
+from conftest import PYSNIP, run_exec
+
+# Native code reads the process's stack, from glibc's __libc_stack_end up to the top of the
+# mapping (pages probed with write(2) into a pipe, EFAULT past the end): what the kernel put
+# there at exec (argv, environment, the executable's name) unless it was overwritten.
+STACK_SCAN = r'''
+import ctypes, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.write.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+libc.write.restype = ctypes.c_ssize_t
+top = ctypes.c_void_p.in_dll(libc, "__libc_stack_end").value
+r, w = os.pipe()
+a, buf = top & ~4095, b""
+while libc.write(w, a, 4096) == 4096:
+    buf += os.read(r, 4096)
+    a += 4096
+print(json.dumps({"bytes": len(buf), "secret": %(secret)r.encode() in buf,
+                  "argv": %(argv)r.encode() in buf, "exe": %(exe)r.encode() in buf}))
+'''
+
+
+def stack_scan(secret, argv_mark):
+    return STACK_SCAN % {"secret": secret, "argv": argv_mark,
+                         "exe": os.path.basename(PYSNIP) + "\0"}
+
+
+def test_host_environment_not_in_worker_memory(tmp_path):
+    secret = "pysnip-test-secret-" + secrets.token_hex(8)
+    stdin = tmp_path / ("argv-mark-" + secrets.token_hex(4))
+    stdin.write_text("")
+    code = stack_scan(secret, stdin.name)
+    env = dict(os.environ, PYSNIP_TEST_SECRET=secret)
+    p = subprocess.run([PYSNIP, "exec", "--disable-layer", "python", "--stdin", str(stdin), "-"],
+                       input=code.encode(), capture_output=True, env=env, timeout=60)
+    v = json.loads(p.stdout)
+    assert v["status"] == "ok", v
+    seen = json.loads(v["stdout"])
+    # positive control: the scan reads the stack's top, where the kernel left the
+    # executable's name (AT_EXECFN), which nothing needs to hide
+    assert seen["bytes"] > 0 and seen["exe"], seen
+    assert not seen["secret"], "the host's environment is readable in the worker's memory"
+    assert not seen["argv"], "pysnip's argv (a host path) is readable in the worker's memory"
