@@ -74,6 +74,9 @@ static int phase_lifecycle(struct ps_child *c)
 			return -1;
 		}
 	}
+	/* Before anything uses the identity (the scratch tmpfs's owner, the uid drop). */
+	if (ps_identity_bind_pid(&c->id, &c->e) < 0)
+		return -1;
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
 		ps_child_err_set(&c->e, errno, "prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
 		return -1;
@@ -149,6 +152,14 @@ static int phase_scratch(struct ps_child *c)
 					&c->e) < 0 &&
 		    (shared || layer_failed(c, PS_LAYER_NAMESPACES) < 0))
 			return -1;
+	}
+	/* A directory, not a tmpfs of our own: it must be our uid's (a per-process uid was not
+	 * known to the parent that made it). */
+	if (!c->held.scratch_capped && c->id.drop_uid && !shared &&
+	    chown(c->scratch, c->id.uid, c->id.gid) < 0) {
+		ps_child_err_set(&c->e, errno, "chown(%s, %u): %s", c->scratch, (unsigned)c->id.uid,
+				 strerror(errno));
+		return -1;
 	}
 	if (chdir(c->scratch) < 0) {
 		ps_child_err_set(&c->e, errno, "chdir(%s): %s", c->scratch, strerror(errno));

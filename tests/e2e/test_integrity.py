@@ -52,3 +52,59 @@ def test_host_environment_not_in_worker_memory(tmp_path):
     assert seen["bytes"] > 0 and seen["exe"], seen
     assert not seen["secret"], "the host's environment is readable in the worker's memory"
     assert not seen["argv"], "pysnip's argv (a host path) is readable in the worker's memory"
+
+
+# ---- a uid of its own for every run (finding 7) ----
+
+root_only = pytest.mark.skipif(os.geteuid() != 0,
+                               reason="uids are switched only as root")
+
+THREADS = """
+import threading
+ev, n = threading.Event(), 0
+try:
+    while n < 60:
+        threading.Thread(target=ev.wait).start()
+        n += 1
+except RuntimeError:
+    pass
+ev.set()
+print(n)
+"""
+
+
+@root_only
+def test_exec_run_has_its_own_uid():
+    v, rc, err = run_exec("import os\nprint(os.getuid(), os.getgid())")
+    assert rc == 0 and v["status"] == "ok", err
+    uid, gid = map(int, v["stdout"].split())
+    assert 1879048192 < uid < 1879048192 + 4194304 and gid == uid, v
+    assert v["sandbox"]["uid"] == uid
+
+
+@root_only
+def test_exec_threads_bounded_by_rlimit_nproc():
+    """RLIMIT_NPROC (notebook: 16) counts the tasks of the run's own uid: the main thread and
+    exactly 15 more, whatever else runs as nobody on the host."""
+    v, rc, err = run_exec(THREADS, "--policy", "notebook")
+    assert rc == 0 and v["status"] == "ok", v
+    assert v["stdout"] == "15\n", v
+
+
+@root_only
+def test_per_process_range_must_be_free(tmp_path):
+    """A per-process range that holds an account's uid is refused, naming the account."""
+    pol = tmp_path / "taken.json"
+    pol.write_text(json.dumps({"extends": "default",
+                               "identity": {"uid": 1, "gid": 1, "uid_count": "per-process"}}))
+    p = subprocess.run([PYSNIP, "exec", "--policy", str(pol), "-"], input=b"print(1)",
+                       capture_output=True, timeout=60)
+    assert p.returncode == 1, p
+    assert b"/etc/passwd" in p.stderr and b"identity.uid_count" in p.stderr, p.stderr
+    # control: a fixed uid (uid_count 1) in the same policy runs
+    pol.write_text(json.dumps({"extends": "default",
+                               "identity": {"uid": 65534, "gid": 65534, "uid_count": 1}}))
+    p = subprocess.run([PYSNIP, "exec", "--policy", str(pol), "-"], input=b"import os\n"
+                       b"print(os.getuid())", capture_output=True, timeout=60)
+    assert p.returncode == 0 and json.loads(p.stdout)["stdout"] == "65534\n", p
+
