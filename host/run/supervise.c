@@ -185,9 +185,12 @@ static bool read_status(struct sv *s, int fd)
 
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return true;
-	if (n != (ssize_t)sizeof(rec))
+	if (n <= 0)
 		return false;
-	take_record(s, &rec);
+	/* One packet (worker_spawn.c: O_DIRECT): a record is one whole write; anything else is
+	 * the snippet's, skipped without ending the channel. */
+	if (n == (ssize_t)sizeof(rec))
+		take_record(s, &rec);
 	return true;
 }
 

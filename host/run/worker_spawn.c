@@ -242,8 +242,11 @@ int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const 
 		return ret;
 	}
 	c.scratch = w->shared_scratch[0] ? w->shared_scratch : p->scratch;
+	/* The status pipe in packet mode (O_DIRECT): each write is read as one packet, so what
+	 * the snippet writes to fd 3 (a short record, junk) can neither shift the framing of
+	 * the records after it (the seccomp handler's) nor end the channel. */
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    pipe2(status, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0) {
+	    pipe2(status, O_CLOEXEC | O_DIRECT) < 0 || pipe2(report, O_CLOEXEC) < 0) {
 		ret = -errno;
 		snprintf(o->host_error, sizeof(o->host_error), "pipe2(): %s", strerror(errno));
 		goto fail;
