@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* include/linux/sched.h; unchanged since 2.6 */
@@ -110,4 +111,16 @@ bool ps_procstat_signaled(const struct ps_procstat *st)
 bool ps_procstat_unusable(const struct ps_procstat *st)
 {
 	return strchr("TtZXx", st->state) != NULL || (st->flags & PF_EXITING);
+}
+
+int ps_proc_cpu_clock_us(pid_t pid, uint64_t *us)
+{
+	/* MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_PROF) from the kernel's posix-timers.h */
+	clockid_t clk = (clockid_t)((~(unsigned)pid << 3) | 0);
+	struct timespec ts;
+
+	if (clock_gettime(clk, &ts) < 0)
+		return -errno;
+	*us = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	return 0;
 }

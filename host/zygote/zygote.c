@@ -149,6 +149,8 @@ static void reap(struct zyg *z, size_t i)
 	struct zw *w = &z->ws[i];
 	struct ps_reaped m = { .magic = PS_REAPED_MAGIC };
 
+	/* Its pidfd said it exited: the clock RLIMIT_CPU counted is readable until the reap. */
+	m.cpu_clock_read = ps_proc_cpu_clock_us(w->proc.pid, &m.cpu_clock_us) == 0;
 	while (wait4(w->proc.pid, &m.wait_status, 0, &m.ru) < 0 && errno == EINTR)
 		;
 	kill(-w->proc.pid, SIGKILL);	/* no survivor in its group */
