@@ -133,3 +133,82 @@ def test_forged_status_records_never_break_the_channel():
         v, rc, _ = run_exec(FORGED_RECORDS % 20)
         assert rc == 0 and v["status"] == "ok", v
         assert v["stdout"] == "still fine\n" and v["denials"] == [], v
+
+
+# ---- limits, from inside the run, and the magnitudes that got through ----
+
+PROBE = """
+import json, os, resource
+s = os.statvfs(".")
+print(json.dumps({"nproc": resource.getrlimit(resource.RLIMIT_NPROC),
+                  "fsize": resource.getrlimit(resource.RLIMIT_FSIZE),
+                  "scratch": s.f_blocks * s.f_frsize}))
+"""
+
+
+def test_exec_scratch_is_a_capped_tmpfs():
+    """statvfs of the scratch from inside the run: the policy's 64M, not the host's RAM."""
+    v, rc, err = run_exec(PROBE, "--disable-layer", "python")
+    assert rc == 0 and v["status"] == "ok", err
+    if v["sandbox"]["scratch"] != "tmpfs":
+        pytest.skip("no mount namespace for the scratch tmpfs on this host")
+    assert json.loads(v["stdout"])["scratch"] == 64 << 20
+    v, rc, err = run_exec(PROBE, "--disable-layer", "python", "--policy", "strict")
+    assert json.loads(v["stdout"])["scratch"] == 8 << 20
+
+
+@root_only
+def test_exec_rlimit_nproc_in_kernel():
+    v, rc, err = run_exec(PROBE, "--disable-layer", "python", "--policy", "notebook")
+    assert rc == 0 and v["status"] == "ok", err
+    assert tuple(json.loads(v["stdout"])["nproc"]) == (16, 16)
+
+
+def test_exec_wall_clock_magnitude():
+    """A 500 ms wall clock ends the run at 500 ms, not at twice that."""
+    v, rc, _ = run_exec("while True:\n    pass\n", "--wall-time", "500ms", "--cpu-time", "10s")
+    assert rc == 0 and v["status"] == "timeout", v
+    assert v["limits"]["wall_ms"] == 500
+    assert 500 <= v["usage"]["wall_ms"] < 800, v["usage"]
+
+
+def test_exec_output_cap_counts_both_streams():
+    """64K is the cap of stdout and stderr together: exactly 65536 bytes get through."""
+    code = ("import sys\nfor i in range(50):\n    sys.stdout.write('o' * 2048)\n"
+            "    sys.stderr.write('e' * 2048)\n    sys.stdout.flush(); sys.stderr.flush()\n")
+    v, rc, _ = run_exec(code, "--output-limit", "64K")
+    assert rc == 0 and v["status"] == "output_limit" and v["truncated"], v
+    got = len(v["stdout"].encode()) + len(v["stderr"].encode())
+    # (a cap counted per stream lets 64K of each through: 131072)
+    assert got == 65536, (len(v["stdout"]), len(v["stderr"]))
+    # control: under the cap nothing is cut
+    v, rc, _ = run_exec(code.replace("range(50)", "range(10)"), "--output-limit", "64K")
+    assert v["status"] == "ok" and len(v["stdout"]) + len(v["stderr"]) == 40960, v
+
+
+def test_exec_output_limit_zero_lets_no_byte_through():
+    v, rc, _ = run_exec("print('x')", "--output-limit", "0")
+    assert rc == 0 and v["status"] == "output_limit" and v["stdout"] == "", v
+
+
+# ---- the report counts only behind the run's token ----
+
+FORGED_REPORT = """
+import posix
+posix.write(4, %r)
+posix._exit(0)
+"""
+FAKE = (b'{"exception": {"type": "MemoryError", "message": "forged", "traceback": []},'
+        b' "memory_error": true, "denials": []}\n')
+
+
+@pytest.mark.parametrize("prefix", [b"", b"0123456789abcdef0123456789abcdef\n"])
+def test_exec_forged_report_then_exit_is_ignored(prefix):
+    """A report written by the snippet, without the run's token or behind a wrong one,
+    followed by an exit before the real report: the run ended with exit 0 and no report."""
+    v, rc, _ = run_exec(FORGED_REPORT % (prefix + FAKE), "--disable-layer", "python")
+    assert rc == 0, v
+    assert v["status"] == "ok" and v["exception"] is None and v["exit_code"] == 0, v
+    # control: the same exit without the forgery
+    v, rc, _ = run_exec(FORGED_REPORT % b"", "--disable-layer", "python")
+    assert v["status"] == "ok" and v["exception"] is None, v

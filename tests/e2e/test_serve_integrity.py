@@ -416,3 +416,18 @@ def test_served_cpu_limit_is_the_kernels_clock(nopy):
         st, _, v = nopy.exec("while True:\n    pass\n", limits={"cpu": "1s"})
         assert st == 200 and v["status"] == "cpu_limit", v
         assert 1000 <= v["usage"]["cpu_clock_ms"] < 1050, v["usage"]
+
+
+def test_served_wall_clock_magnitude(nopy):
+    """A 500 ms wall clock ends the served run at 500 ms (from the request), not later."""
+    st, _, v = nopy.exec("while True:\n    pass\n", limits={"wall": "500ms"})
+    assert st == 200 and v["status"] == "timeout", v
+    assert 500 <= v["usage"]["wall_ms"] < 750, v["usage"]
+
+
+@pytest.mark.parametrize("prefix", [b"", b"0123456789abcdef0123456789abcdef\n"])
+def test_served_forged_report_then_exit_is_ignored(nopy, prefix):
+    from test_integrity import FAKE, FORGED_REPORT
+    st, _, v = nopy.exec(FORGED_REPORT % (prefix + FAKE))
+    assert st == 200 and v["status"] == "ok" and v["exception"] is None, v
+    assert v["exit_code"] == 0, v
