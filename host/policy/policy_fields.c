@@ -473,6 +473,24 @@ static int apply_profile(const struct ps_pctx *c, const struct field *f, const c
 	return 0;
 }
 
+/* A number of uids, one per worker slot, or "per-process": one per worker's pid. */
+static int apply_uid_count(const struct ps_pctx *c, const struct field *f, const cJSON *v,
+			   const char *path, struct ps_policy *p)
+{
+	if (cJSON_IsString(v)) {
+		if (strcmp(v->valuestring, "per-process"))
+			return ps_pfail(c, path, "'%s' is neither a number of uids nor \"per-process\"",
+					v->valuestring);
+		p->uid_per_process = true;
+		p->uid_count = PS_UID_PER_PROCESS_SPAN;
+		return 0;
+	}
+	if (apply_u32(c, f, v, path, p) < 0)
+		return -1;
+	p->uid_per_process = false;
+	return 0;
+}
+
 static apply_fn apply_section;
 
 #define OFF(m) offsetof(struct ps_policy, m)
@@ -528,7 +546,7 @@ static const struct field seccomp_fields[] = {
 static const struct field identity_fields[] = {
 	COUNT("uid", uid, apply_u32, 1, UID_MAX_VALID),	/* never root */
 	COUNT("gid", gid, apply_u32, 1, UID_MAX_VALID),
-	COUNT("uid_count", uid_count, apply_u32, 1, 65536),
+	COUNT("uid_count", uid_count, apply_uid_count, 1, 65536),
 	{ 0 },
 };
 

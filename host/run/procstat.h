@@ -5,6 +5,7 @@
 #define PS_PROCSTAT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct ps_procstat {
@@ -28,5 +29,17 @@ bool ps_procstat_exiting_by_itself(const struct ps_procstat *st);
 bool ps_procstat_signaled(const struct ps_procstat *st);
 /* Dead or stopped (SIGSTOP, ptrace): no use for a run. */
 bool ps_procstat_unusable(const struct ps_procstat *st);
+
+/* The clock RLIMIT_CPU counts for a process (its user + system time as the scheduler tick
+ * samples it: CPUCLOCK_PROF), which may run ahead of wait4's rusage (the precise runtime) by
+ * 10% or more on a busy machine. Read after the exit, before the reap. 0 or -errno. */
+int ps_proc_cpu_clock_us(pid_t pid, uint64_t *us);
+
+/* Child side: overwrite in place the strings the kernel copied onto our stack at exec: the
+ * environment, and with argv the arguments. clearenv() only drops the pointers; native code
+ * could still find the strings (a token, a path) by scanning up from __libc_stack_end. The
+ * areas are the kernel's own record (/proc/self/stat, fields 48-51), so a setenv() that moved
+ * environ elsewhere changes nothing. 0 or -errno. */
+int ps_procstat_scrub_self(bool argv);
 
 #endif

@@ -340,9 +340,13 @@ static enum ps_status classify(const struct ps_policy *p, const struct ps_run *r
 		return PS_STATUS_OUTPUT_LIMIT;
 	if (seccomp_death(o))
 		return PS_STATUS_DENIED;
-	/* RLIMIT_CPU's hard limit is a SIGKILL from the kernel; rusage may read a little under
-	 * the cap (tick accounting), and nobody else killed it (we flag our own kills). */
-	if (signaled(o, SIGXCPU) || (signaled(o, SIGKILL) && cpu_ms(o) * 10 >= cpu_cap * 9))
+	/* RLIMIT_CPU's hard limit is a SIGKILL from the kernel, decided on the tick-sampled CPU
+	 * clock, which the parent read before the reap (rusage's precise runtime reads 5-15%
+	 * under it here); nobody else killed it (we flag our own kills). Without that clock,
+	 * rusage with a margin. */
+	if (signaled(o, SIGXCPU) ||
+	    (signaled(o, SIGKILL) && (o->cpu_clock_read ? o->cpu_clock_us >= cpu_cap * 1000
+						      : cpu_ms(o) * 10 >= cpu_cap * 9)))
 		return PS_STATUS_CPU_LIMIT;
 	if (memory_exhausted(o, rep, r->limits.memory_bytes))
 		return PS_STATUS_MEMORY_LIMIT;
@@ -388,6 +392,9 @@ static cJSON *usage_json(const struct ps_outcome *o)
 	 * and the snippet's own run up to the worker's exit */
 	add_ms(u, "setup_ms", o->setup_us);
 	add_ms(u, "run_ms", o->run_us);
+	/* the CPU time RLIMIT_CPU counted (tick-sampled), where the parent could read it */
+	if (o->cpu_clock_read)
+		add_ms(u, "cpu_clock_ms", o->cpu_clock_us);
 	if (o->cgroup_used)
 		cJSON_AddNumberToObject(u, "memory_peak_kb", (double)(o->cgroup_memory_peak / 1024));
 	return u;

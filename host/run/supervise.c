@@ -187,9 +187,12 @@ static bool read_status(struct sv *s, int fd)
 
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return true;
-	if (n != (ssize_t)sizeof(rec))
+	if (n <= 0)
 		return false;
-	take_record(s, &rec);
+	/* One packet (worker_spawn.c: O_DIRECT): a record is one whole write; anything else is
+	 * the snippet's, skipped without ending the channel. */
+	if (n == (ssize_t)sizeof(rec))
+		take_record(s, &rec);
 	return true;
 }
 
@@ -241,6 +244,8 @@ static bool read_reaped(int fd, struct ps_outcome *o)
 	}
 	o->wait_status = m.wait_status;
 	o->ru = m.ru;
+	o->cpu_clock_read = m.cpu_clock_read;
+	o->cpu_clock_us = m.cpu_clock_us;
 	if (m.cgroup_used) {
 		o->cgroup_used = true;
 		o->held.cgroup = 1;
@@ -392,6 +397,12 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 	} else if (s.remote) {
 		o->reaped = read_reaped(f->life, o);
 	} else {
+		siginfo_t si;
+
+		/* Exited but not reaped yet: the clock RLIMIT_CPU counted can still be read. */
+		while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+			;
+		o->cpu_clock_read = ps_proc_cpu_clock_us(pid, &o->cpu_clock_us) == 0;
 		while (wait4(pid, &o->wait_status, 0, &o->ru) < 0) {
 			if (errno != EINTR)
 				break;

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "procstat.h"
 #include "sandbox/cgroup.h"
 #include "python/interp.h"
 #include "util/util.h"
@@ -51,7 +52,16 @@ static int phase_lifecycle(struct ps_child *c)
 	}
 	if (c->w->init_in_child) {
 		char err[sizeof(c->e.msg)];
+		int ret;
 
+		/* A one-shot run is a fork of `pysnip exec`: its stack still holds the caller's
+		 * environment and arguments (tokens, paths). Overwritten, not just unlinked:
+		 * native code can read its own stack. (A zygote did this once for its workers.) */
+		if ((ret = ps_procstat_scrub_self(true)) < 0) {
+			ps_child_err_set(&c->e, -ret, "scrubbing the environment (/proc/self/stat): %s",
+					 ps_errstr(-ret));
+			return -1;
+		}
 		if (ps_interp_init(c->w->init_in_child, err, sizeof(err)) < 0) {
 			ps_child_err_set(&c->e, EINVAL, "%s", err);
 			return -1;
@@ -64,6 +74,9 @@ static int phase_lifecycle(struct ps_child *c)
 			return -1;
 		}
 	}
+	/* Before anything uses the identity (the scratch tmpfs's owner, the uid drop). */
+	if (ps_identity_bind_pid(&c->id, &c->e) < 0)
+		return -1;
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
 		ps_child_err_set(&c->e, errno, "prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
 		return -1;
@@ -155,6 +168,14 @@ static int phase_scratch(struct ps_child *c)
 		if ((ps_ns_fork_flags() & CLONE_NEWNS) && seal_view(c, mounted) < 0 &&
 		    layer_failed(c, PS_LAYER_NAMESPACES) < 0)
 			return -1;
+	}
+	/* A directory, not a tmpfs of our own: it must be our uid's (a per-process uid was not
+	 * known to the parent that made it). */
+	if (!c->held.scratch_capped && c->id.drop_uid && !shared &&
+	    chown(c->scratch, c->id.uid, c->id.gid) < 0) {
+		ps_child_err_set(&c->e, errno, "chown(%s, %u): %s", c->scratch, (unsigned)c->id.uid,
+				 strerror(errno));
+		return -1;
 	}
 	if (chdir(c->scratch) < 0) {
 		ps_child_err_set(&c->e, errno, "chdir(%s): %s", c->scratch, strerror(errno));

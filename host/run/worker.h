@@ -82,6 +82,8 @@ struct ps_outcome {
 	char host_error[512];		/* the host's own failure, if any */
 	char report_token[40];		/* the run's secret: a report counts only behind it */
 	bool self_exit;			/* ended by the worker's own exit record (serve) */
+	bool cpu_clock_read;		/* cpu_clock_us below was read */
+	uint64_t cpu_clock_us;		/* RLIMIT_CPU's clock at the exit (ps_proc_cpu_clock_us) */
 	bool cgroup_used;		/* the run had its own cgroup: the two below are real */
 	uint64_t cgroup_memory_peak;	/* bytes */
 	uint64_t cgroup_oom_kills;
@@ -150,6 +152,8 @@ struct ps_reaped {
 	uint8_t cgroup_used;
 	uint64_t cgroup_memory_peak;
 	uint64_t cgroup_oom_kills;
+	uint8_t cpu_clock_read;
+	uint64_t cpu_clock_us;		/* RLIMIT_CPU's clock before the reap, if read */
 };
 
 /* start_us: when the run's wall clock starts (the fork, or the request for a worker forked

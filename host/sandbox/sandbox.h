@@ -69,10 +69,18 @@ int ps_limits_apply(const struct ps_limits *l, bool private_uid, enum ps_limits_
 /* --- identity.c (libcap-ng) --- */
 struct ps_identity {
 	bool drop_uid;		/* started as real root: switch to uid/gid */
+	bool per_process;	/* uid/gid are bases: the worker adds its pid (ps_identity_bind_pid) */
 	uid_t uid;
 	gid_t gid;
 };
 void ps_identity_plan(const struct ps_policy *p, unsigned worker_slot, struct ps_identity *out);
+/* Child, first thing: a per-process identity becomes uid + P, gid + P, P our pid as the host's
+ * /proc names it (a pid names one live process, so no live worker shares the uid). */
+int ps_identity_bind_pid(struct ps_identity *id, struct ps_child_err *e);
+/* Parent: a per-process range must belong to nobody: no account or group (/etc/passwd,
+ * /etc/group) and no subordinate range (/etc/subuid, /etc/subgid) may fall in it. 0, or -1
+ * with err naming the file and the entry. */
+int ps_identity_check_range(const struct ps_policy *p, char *err, size_t errlen);
 int ps_identity_apply(const struct ps_identity *id, struct ps_held *held, struct ps_child_err *e);
 /* A parent that forks many workers (a zygote): empty the bounding set once, so that a
  * worker's identity phase finds nothing left to drop there. Nothing changes for the parent,

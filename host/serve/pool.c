@@ -51,7 +51,16 @@ void ps_zygote_init(struct ps_zygote *z, const char *policy, const char *name,
 	pthread_condattr_destroy(&ca);
 }
 
-/* The zygote's environment: ours, with TMPDIR pointing at its own scratch base, and
+/* What of our environment a zygote gets: only what pysnip itself reads (the data
+ * directories, debugging, the sanitizers' options). Every worker is a fork of the zygote, and
+ * the strings the kernel copies at exec live on its stack (it overwrites them after setup,
+ * zygote.c; this keeps a token or a path of the front's out of it in the first place). */
+static const char *const zygote_env_keep[] = {
+	"PYSNIP_POLICY_DIR=", "PYSNIP_ALLOW_DIR=", "PYSNIP_DEBUG=",
+	"ASAN_OPTIONS=", "UBSAN_OPTIONS=", "LSAN_OPTIONS=",
+};
+
+/* The zygote's environment: the above, TMPDIR pointing at its own scratch base, and
  * LD_BIND_NOW: the libraries' symbols are resolved once in the zygote, not on first call in
  * every worker (a dozen page faults and ~30 us each). No snippet sees it: os.environ is built
  * from an empty environment and the C one is cleared before any run (interp.c). */
@@ -67,8 +76,9 @@ static char **zygote_env(const char *tmpdir, char *tmpvar, size_t len)
 	if (!env)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "TMPDIR=", 7) && strncmp(environ[i], "LD_BIND_NOW=", 12))
-			env[k++] = environ[i];
+		for (size_t j = 0; j < PS_ARRAY_LEN(zygote_env_keep); j++)
+			if (!strncmp(environ[i], zygote_env_keep[j], strlen(zygote_env_keep[j])))
+				env[k++] = environ[i];
 	snprintf(tmpvar, len, "TMPDIR=%s", tmpdir);
 	env[k++] = tmpvar;
 	env[k++] = bind_now;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "python/interp.h"
+#include "run/procstat.h"
 #include "run/result.h"
 #include "util/util.h"
 #include "run/worker.h"
@@ -157,6 +158,8 @@ static void reap(struct zyg *z, size_t i)
 	struct zw *w = &z->ws[i];
 	struct ps_reaped m = { .magic = PS_REAPED_MAGIC };
 
+	/* Its pidfd said it exited: the clock RLIMIT_CPU counted is readable until the reap. */
+	m.cpu_clock_read = ps_proc_cpu_clock_us(w->proc.pid, &m.cpu_clock_us) == 0;
 	while (wait4(w->proc.pid, &m.wait_status, 0, &m.ru) < 0 && errno == EINTR)
 		;
 	kill(-w->proc.pid, SIGKILL);	/* no survivor in its group */
@@ -335,6 +338,7 @@ int ps_cmd_zygote(int argc, char **argv)
 	const char *spare = arg_value(argc, argv, "--spare");
 	struct zyg z = { 0 };
 	char err[1024];
+	int ret;
 
 	if (!policy || !lo || !parent || !spare || fcntl(PS_ZYGOTE_CTL_FD, F_GETFD) < 0) {
 		ps_err("zygote: internal command, started by `pysnip serve` only");
@@ -348,6 +352,16 @@ int ps_cmd_zygote(int argc, char **argv)
 	if (z.spare < 1)
 		z.spare = 1;
 	if (zygote_setup(&z, policy, (uint32_t)strtoul(lo, NULL, 10), err, sizeof(err)) < 0) {
+		(void)send(PS_ZYGOTE_CTL_FD, err, strlen(err), MSG_NOSIGNAL);
+		return PS_EXIT_INTERNAL;
+	}
+	/* Every worker is a fork of us: the environment we were started with (the front keeps
+	 * it minimal, pool.c) is overwritten on our stack once, now that setup has read what it
+	 * needs (TMPDIR, the data directories). Our argv stays: it names the policy and the
+	 * front, nothing a snippet may not know, and `ps` shows what we are. */
+	if ((ret = ps_procstat_scrub_self(false)) < 0) {
+		snprintf(err, sizeof(err), "zygote: scrubbing the environment (/proc/self/stat): %s",
+			 strerror(-ret));
 		(void)send(PS_ZYGOTE_CTL_FD, err, strlen(err), MSG_NOSIGNAL);
 		return PS_EXIT_INTERNAL;
 	}

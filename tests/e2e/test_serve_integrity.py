@@ -6,6 +6,7 @@ never the verdict's `limits` block, which is pysnip's own bookkeeping."""
 import json
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -242,3 +243,191 @@ def test_forged_early_exit_positive_control(nopy):
     st, _, v = nopy.exec(FORGE_EXIT % (addr, "posix._exit(3)\n"))
     assert st == 200 and v["status"] == "ok", v
     assert v["exit_code"] in (0, 3), v
+
+
+# ---- the host's environment (finding 8) ----
+
+def test_host_environment_not_in_served_worker_memory():
+    import secrets
+    from test_integrity import stack_scan
+    secret = "pysnip-test-secret-" + secrets.token_hex(8)
+    s = Server("--workers", "1", "--policy", "default", "--disable-layer", "python",
+               env={"PYSNIP_TEST_SECRET": secret})
+    try:
+        st, _, v = s.exec(stack_scan(secret, "zygote\0"))
+        assert st == 200 and v["status"] == "ok", v
+        seen = json.loads(v["stdout"])
+        # positive control: the zygote's stack top is there (its exec name), and so is its
+        # argv, kept on purpose (it names the policy, nothing secret)
+        assert seen["bytes"] > 0 and seen["exe"] and seen["argv"], seen
+        assert not seen["secret"], "the front's environment is readable in a served worker"
+        # nor anywhere the zygote itself was given it
+        for z in s.zygotes().values():
+            with open("/proc/%d/environ" % z, "rb") as f:
+                assert secret.encode() not in f.read()
+    finally:
+        s.stop()
+
+
+# ---- a uid of its own for every worker (finding 7) ----
+
+BASE, SPAN = 1879048192, 4194304      # policies/default.json, identity
+root_only = pytest.mark.skipif(os.geteuid() != 0,
+                               reason="uids are switched only as root; unprivileged, a server "
+                                      "keeps its own uid")
+
+THREADS = """
+import ctypes
+libc = ctypes.CDLL(None)
+# raw threads that only pause: small stacks and no malloc arena each, so that the address
+# space limit is never what stops them (a Python thread's arena reserves 64 MiB)
+attr = ctypes.create_string_buffer(64)
+libc.pthread_attr_init(attr)
+libc.pthread_attr_setstacksize(attr, ctypes.c_size_t(1 << 16))
+pause = ctypes.cast(libc.pause, ctypes.c_void_p)
+t, n = ctypes.c_ulong(), 0
+while n < 60 and libc.pthread_create(ctypes.byref(t), attr, pause, None) == 0:
+    n += 1
+print(n)
+"""
+
+
+def spares(srv):
+    """Workers forked ahead of demand (named by their first phase), not yet running."""
+    out = []
+    for pid in srv.descendants():
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                if f.read().strip() == "pysnip-worker":
+                    out.append(pid)
+        except OSError:
+            pass
+    return out
+
+
+def proc_uid(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("Uid:"):
+                return int(line.split()[1])
+
+
+@root_only
+def test_each_served_worker_has_its_own_uid():
+    s = Server("--workers", "3", "--policy", "default,notebook")
+    try:
+        assert wait_for(lambda: len(spares(s)) >= 6, 20), spares(s)
+        uids = [proc_uid(p) for p in spares(s)]
+        assert len(set(uids)) == len(uids), uids                 # no two share one
+        assert all(BASE < u < BASE + SPAN for u in uids), uids   # from the policy's range
+        out = []
+
+        def run(pol):
+            out.append(s.exec("import os, time\ntime.sleep(0.4)\nprint(os.getuid(), os.getgid())",
+                              policy=pol)[2])
+        ts = [threading.Thread(target=run, args=(p,)) for p in ("default", "default", "notebook")]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        got = [tuple(map(int, v["stdout"].split())) for v in out]
+        assert all(v["status"] == "ok" for v in out), out
+        assert len({u for u, g in got}) == 3 and all(u == g for u, g in got), got
+        assert all(v["sandbox"]["uid"] == u for v, (u, g) in zip(out, got))
+    finally:
+        s.stop()
+
+
+@root_only
+def test_another_nobody_process_cannot_signal_a_spare():
+    """Any process of the host's `nobody` could stop or kill spares that ran as 65534."""
+    s = Server("--workers", "1", "--policy", "default")
+    try:
+        assert wait_for(lambda: spares(s), 20)
+        target = spares(s)[0]
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:                      # a host process running as nobody
+            os.close(r)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            try:
+                os.kill(target, signal.SIGSTOP)
+                res = b"signalled"
+            except PermissionError:
+                res = b"EPERM"
+            except ProcessLookupError:
+                res = b"ESRCH"
+            os.write(w, res)
+            os._exit(0)
+        os.close(w)
+        res = os.read(r, 64)
+        os.waitpid(pid, 0)
+        assert res == b"EPERM", res
+        st, _, v = s.exec("print('alive')")
+        assert st == 200 and v["stdout"] == "alive\n" and v["sandbox"]["applied"], v
+    finally:
+        s.stop()
+
+
+@root_only
+@pytest.mark.parametrize("sig", [signal.SIGSTOP, signal.SIGKILL])
+def test_a_stopped_or_dead_spare_is_never_handed_out(sig):
+    s = Server("--workers", "2", "--policy", "default")
+    try:
+        assert wait_for(lambda: len(spares(s)) >= 3, 20), spares(s)
+        hit = spares(s)
+        for pid in hit:                   # every spare in the pool
+            os.kill(pid, sig)
+
+        def state(pid):
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    return f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                return "gone"
+        # the signals have landed: stopped, or dead (a zombie until the zygote reaps it)
+        assert wait_for(lambda: all(state(p) in ("T", "Z", "X", "gone") for p in hit), 5)
+        for _ in range(3):
+            st, _, v = s.exec("print('alive')")
+            assert st == 200 and v["status"] == "ok" and v["stdout"] == "alive\n", v
+            assert v["sandbox"]["applied"] is True, v
+        # and the pool is whole again: the zygote replaced every one it lost
+        assert wait_for(lambda: len([p for p in spares(s) if proc_uid(p)]) >= 3, 20)
+    finally:
+        s.stop()
+
+
+def test_served_threads_bounded_by_rlimit_nproc(nopy):
+    """notebook's processes: 16 is RLIMIT_NPROC under the worker's own uid: the main thread
+    and exactly 15 more, whoever else runs on the host."""
+    if os.geteuid() != 0:
+        pytest.skip("RLIMIT_NPROC applies only under a uid of the run's own (as root)")
+    st, _, v = nopy.exec(THREADS, policy="notebook")
+    assert st == 200 and v["status"] == "ok", v
+    assert v["stdout"] == "15\n", v
+
+
+def test_served_cpu_limit_is_the_kernels_clock(nopy):
+    """cpu_limit is decided on the clock RLIMIT_CPU counts (read by the zygote before the
+    reap), not on rusage, which reads 5-15% under it on a busy machine."""
+    for _ in range(3):
+        st, _, v = nopy.exec("while True:\n    pass\n", limits={"cpu": "1s"})
+        assert st == 200 and v["status"] == "cpu_limit", v
+        assert 1000 <= v["usage"]["cpu_clock_ms"] < 1050, v["usage"]
+
+
+def test_served_wall_clock_magnitude(nopy):
+    """A 500 ms wall clock ends the served run at 500 ms (from the request), not later."""
+    st, _, v = nopy.exec("while True:\n    pass\n", limits={"wall": "500ms"})
+    assert st == 200 and v["status"] == "timeout", v
+    assert 500 <= v["usage"]["wall_ms"] < 750, v["usage"]
+
+
+@pytest.mark.parametrize("prefix", [b"", b"0123456789abcdef0123456789abcdef\n"])
+def test_served_forged_report_then_exit_is_ignored(nopy, prefix):
+    from test_integrity import FAKE, FORGED_REPORT
+    st, _, v = nopy.exec(FORGED_REPORT % (prefix + FAKE))
+    assert st == 200 and v["status"] == "ok" and v["exception"] is None, v
+    assert v["exit_code"] == 0, v

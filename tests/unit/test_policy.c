@@ -48,6 +48,11 @@ static const struct bad_case bad_cases[] = {
 	{ "size_overflow", NULL, "field limits.memory: '99999999999T' is too large" },
 	{ "zero_wall", NULL, "field limits.wall: must be at least 1ms" },
 	{ "zero_memory", NULL, "field limits.memory: must be at least 1" },
+	{ "zero_scratch", NULL, "field limits.scratch: must be at least 4K" },
+	{ "uid_count_word", NULL, "field identity.uid_count: 'per-thread' is neither a number of "
+				  "uids nor \"per-process\"" },
+	{ "uid_per_process_high", NULL, "field identity.uid_count: \"per-process\" needs uid and "
+					"gid + 4194304 below 2^31" },
 	{ "wall_too_long", NULL, "field limits.wall: must be at most 24h" },
 	{ "negative_cpu", NULL, "field limits.cpu: '-1s' is negative" },
 	{ "bad_action", NULL, "field seccomp.action: 'trap' is not one of kill, kill-process, errno" },
@@ -259,7 +264,9 @@ static void check_default_values(const struct ps_policy *p)
 	CHECK(p->syscalls_allow.n == 0);
 	CHECK(ps_strlist_has(&p->syscall_groups, "@python-runtime"));
 	CHECK(!ps_strlist_has(&p->syscall_groups, "@threads"));
-	CHECK(p->uid == 65534 && p->gid == 65534 && p->uid_count == 1);
+	/* a uid and gid of its own for every worker, from a range no account uses */
+	CHECK(p->uid == 1879048192 && p->gid == 1879048192 && p->uid_per_process &&
+	      p->uid_count == PS_UID_PER_PROCESS_SPAN);
 	CHECK(p->cgroup_parent == NULL);
 	CHECK(p->layers[PS_LAYER_PYTHON] == PS_LAYER_REQUIRED);
 	CHECK(p->layers[PS_LAYER_IDENTITY] == PS_LAYER_REQUIRED);
