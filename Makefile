@@ -14,7 +14,7 @@ PKGS      := python3-embed libseccomp libcap-ng libcjson
 SERVE_PKGS := libmicrohttpd libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(SERVE_PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
-SERVE_LIBS := $(shell pkg-config --libs $(SERVE_PKGS))
+SERVE_LIBS := $(shell pkg-config --libs $(SERVE_PKGS)) -lcrypt
 PY        ?= /usr/bin/python3
 PYTHON311 ?= /usr/bin/python3.11
 

@@ -23,17 +23,18 @@ struct opt {
 #define EXEC (1u << PS_CMD_EXEC)
 #define CHECK (1u << PS_CMD_CHECK_POLICY)
 #define SERVE (1u << PS_CMD_SERVE)
+#define LEARN (1u << PS_CMD_LEARN)
 
 static const struct opt opts[] = {
-	{ "--policy", OPT_STRING, EXEC | SERVE, F(policy), 0, "NAME|PATH",
+	{ "--policy", OPT_STRING, EXEC | SERVE | LEARN, F(policy), 0, "NAME|PATH",
 	  "policy by name (policies/NAME.json) or path; default: default" },
-	{ "--stdin", OPT_STRING, EXEC, F(stdin_file), 0, "FILE", "data for the snippet's sys.stdin" },
+	{ "--stdin", OPT_STRING, EXEC | LEARN, F(stdin_file), 0, "FILE", "data for the snippet's sys.stdin" },
 	{ "--wall-time", OPT_OVERRIDE, EXEC, 0, PS_OV_WALL, "DURATION", "wall-clock limit (2s, 500ms)" },
 	{ "--cpu-time", OPT_OVERRIDE, EXEC, 0, PS_OV_CPU, "DURATION", "CPU-time limit" },
 	{ "--memory", OPT_OVERRIDE, EXEC, 0, PS_OV_MEMORY, "SIZE", "address-space limit (256M)" },
 	{ "--output-limit", OPT_OVERRIDE, EXEC, 0, PS_OV_OUTPUT, "SIZE",
 	  "stdout+stderr byte cap (64K)" },
-	{ "--disable-layer", OPT_LAYER, EXEC | SERVE, 0, 0, "NAME",
+	{ "--disable-layer", OPT_LAYER, EXEC | SERVE | LEARN, 0, 0, "NAME",
 	  "switch a layer off (python, identity, landlock, seccomp, namespaces); repeatable" },
 	{ "--server", OPT_STRING, EXEC, F(server), 0, "URL", "send the snippet to a running server" },
 	{ "--listen", OPT_STRING, SERVE, F(listen), 0, "ADDR",
@@ -47,8 +48,10 @@ static const struct opt opts[] = {
 	  "a Docker/OCI seccomp profile in place of the policy's syscall groups" },
 	{ "--strict", OPT_FLAG, CHECK, F(strict), 0, NULL,
 	  "a profile's unknown syscall names are an error, not a warning" },
-	{ "--pretty", OPT_FLAG, EXEC | CHECK, F(pretty), 0, NULL, "indent the JSON" },
-	{ "--help", OPT_FLAG, EXEC | CHECK | SERVE, F(help), 0, NULL, "this help" },
+	{ "--audit-log", OPT_STRING, EXEC | SERVE, F(audit_log), 0, "FILE",
+	  "append one JSON line per run (serve: and per refused request; - for stdout)" },
+	{ "--pretty", OPT_FLAG, EXEC | CHECK | LEARN, F(pretty), 0, NULL, "indent the JSON" },
+	{ "--help", OPT_FLAG, EXEC | CHECK | SERVE | LEARN, F(help), 0, NULL, "this help" },
 };
 
 static const char *const overrides[PS_OV_COUNT] = { "wall", "cpu", "memory", "output" };
@@ -63,6 +66,9 @@ static const char *const usages[] = {
 	[PS_CMD_CHECK_POLICY] = "usage: pysnip check-policy [--pretty] [--seccomp-profile FILE "
 				"[--strict]] [NAME|PATH]",
 	[PS_CMD_SERVE] = "usage: pysnip serve [OPTIONS]",
+	[PS_CMD_LEARN] = "usage: pysnip learn [--policy BASE] [OPTIONS] FILE|-\n\n"
+			 "Run the snippet with the seccomp filter reporting instead of killing and "
+			 "print a policy\nthat extends BASE with what it needed (review it first).",
 };
 
 void ps_cli_usage(enum ps_cmd_kind cmd, FILE *f)
@@ -136,7 +142,7 @@ int ps_cli_parse(enum ps_cmd_kind cmd, int argc, char **argv, struct ps_opts *o)
 		if (only_positional || a[0] != '-' || !strcmp(a, "-")) {
 			if (positional) {
 				ps_err("unexpected argument '%s' (only one %s)", a,
-				       cmd == PS_CMD_EXEC ? "FILE" : "policy");
+				       cmd == PS_CMD_EXEC || cmd == PS_CMD_LEARN ? "FILE" : "policy");
 				return -1;
 			}
 			positional = a;
@@ -170,7 +176,7 @@ int ps_cli_parse(enum ps_cmd_kind cmd, int argc, char **argv, struct ps_opts *o)
 	}
 	if (o->help)
 		return 0;
-	if (cmd == PS_CMD_EXEC)
+	if (cmd == PS_CMD_EXEC || cmd == PS_CMD_LEARN)
 		o->file = positional;
 	else if (cmd == PS_CMD_CHECK_POLICY && positional)
 		o->policy = positional;
@@ -178,8 +184,9 @@ int ps_cli_parse(enum ps_cmd_kind cmd, int argc, char **argv, struct ps_opts *o)
 		ps_err("unexpected argument '%s'", positional);
 		return -1;
 	}
-	if (cmd == PS_CMD_EXEC && !o->file) {
-		ps_err("exec: missing FILE (a path, or - for standard input)");
+	if ((cmd == PS_CMD_EXEC || cmd == PS_CMD_LEARN) && !o->file) {
+		ps_err("%s: missing FILE (a path, or - for standard input)",
+		       cmd == PS_CMD_EXEC ? "exec" : "learn");
 		return -1;
 	}
 	return 0;

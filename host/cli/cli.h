@@ -23,9 +23,10 @@ struct ps_opts {
 	const char *header_timeout;	/* serve --header-timeout */
 	const char *seccomp_profile;	/* --seccomp-profile FILE (exec, check-policy) */
 	bool strict;			/* check-policy --strict: warnings are errors */
+	const char *audit_log;		/* --audit-log FILE (exec, serve; "-" stdout in serve) */
 };
 
-enum ps_cmd_kind { PS_CMD_EXEC, PS_CMD_CHECK_POLICY, PS_CMD_SERVE };
+enum ps_cmd_kind { PS_CMD_EXEC, PS_CMD_CHECK_POLICY, PS_CMD_SERVE, PS_CMD_LEARN };
 
 /* Parse argv after the command word. 0, or -1 after printing "pysnip: <option>: reason". */
 int ps_cli_parse(enum ps_cmd_kind cmd, int argc, char **argv, struct ps_opts *o);

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "policy/seccomp_profile.h"
+#include "run/auditlog.h"
 #include "http_client.h"
 #include "python/interp.h"
 #include "run/result.h"
@@ -77,14 +78,34 @@ static int emit(char *json)
 	return ret;
 }
 
-static int fail_internal(const struct ps_policy *p, const char *msg, bool pretty)
+static void audit(struct ps_auditlog *log, const char *json);
+
+static int fail_internal(const struct ps_opts *o, const struct ps_policy *p, const char *msg,
+			 struct ps_auditlog *log)
 {
+	char *json = ps_verdict_internal_error(p, msg, o->pretty);
+
 	ps_err("%s", msg);
-	emit(ps_verdict_internal_error(p, msg, pretty));
+	audit(log, json);
+	emit(json);
 	return PS_EXIT_INTERNAL;
 }
 
-static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *r)
+/* The run's audit line (--audit-log), once its verdict is rendered; never fatal. */
+static void audit(struct ps_auditlog *log, const char *json)
+{
+	struct ps_audit_who who = { NULL, "local", NULL };
+	char id[32];
+
+	if (!log)
+		return;
+	ps_auditlog_new_id(id, sizeof(id));
+	who.request_id = id;
+	ps_auditlog_run(log, &who, -1, json);
+}
+
+static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *r,
+		   struct ps_auditlog *log)
 {
 	struct ps_strlist modules = { 0 };
 	struct ps_interp_opts io = { 0 };
@@ -105,7 +126,7 @@ static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *
 	/* One snippet: the worker initialises the interpreter itself (see ps_worker). */
 	if (ps_interp_locate(err, sizeof(err)) < 0) {
 		ps_strlist_free(&modules);
-		return fail_internal(p, err, o->pretty);
+		return fail_internal(o, p, err, log);
 	}
 	if (ps_worker_prepare_oneshot(&w, p, o->layers_off, &io, err, sizeof(err)) < 0) {
 		ps_strlist_free(&modules);
@@ -113,7 +134,7 @@ static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *
 			ps_err("%s", err);
 			return PS_EXIT_USAGE;
 		}
-		return fail_internal(p, err, o->pretty);
+		return fail_internal(o, p, err, log);
 	}
 	r->limits = p->limits;
 	ps_supervise_catch_signals();
@@ -131,6 +152,7 @@ static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *
 	if (ret < 0 && !out.host_error[0])
 		snprintf(out.host_error, sizeof(out.host_error), "worker: %s", strerror(-ret));
 	json = ps_verdict_render(p, r, &out, o->pretty);
+	audit(log, json);
 	ret = emit(json);
 	if (ret == PS_EXIT_OK && (out.host_error[0] || out.phase_failed || !out.reaped))
 		ret = PS_EXIT_INTERNAL;
@@ -167,6 +189,14 @@ int ps_cmd_exec(int argc, char **argv)
 	}
 	if (o.server && !ps_exec_client)	/* before anything reads our stdin */
 		return exec_via_serve(argc, argv);
+	if (o.audit_log && o.server) {
+		ps_err("--audit-log: with --server, the server keeps the log (serve --audit-log)");
+		return PS_EXIT_USAGE;
+	}
+	if (o.audit_log && !strcmp(o.audit_log, "-")) {
+		ps_err("--audit-log -: standard output carries the verdict; name a file");
+		return PS_EXIT_USAGE;
+	}
 	if (o.stdin_file && !strcmp(o.stdin_file, "-") && !strcmp(o.file, "-")) {
 		ps_err("--stdin -: standard input already carries the snippet");
 		return PS_EXIT_USAGE;
@@ -179,11 +209,20 @@ int ps_cmd_exec(int argc, char **argv)
 	if (o.server) {
 		ret = ps_exec_client(&o, code, code_len, in, in_len);
 	} else if ((ret = load_policy(&o, &p)) == 0) {
+		struct ps_auditlog *log = NULL;
+		char err[512];
+
 		r.code = code;
 		r.code_len = code_len;
 		r.stdin_data = in;
 		r.stdin_len = in_len;
-		ret = run_one(&o, &p, &r);
+		if (o.audit_log && ps_auditlog_open(o.audit_log, &log, err, sizeof(err)) < 0) {
+			ps_err("--audit-log: %s", err);
+			ret = PS_EXIT_USAGE;
+		} else {
+			ret = run_one(&o, &p, &r, log);
+		}
+		ps_auditlog_close(log);
 		ps_policy_free(&p);
 	}
 	free(code);

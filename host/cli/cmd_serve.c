@@ -1,6 +1,7 @@
 /* `pysnip serve`: load the served policies, listen, start a zygote per policy, serve until
  * SIGTERM/SIGINT, then drain (stop accepting, finish what runs) and exit 0.
  * A monitor thread is the only one that reaps children: it restarts a zygote that died. */
+#include <crypt.h>
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -346,12 +347,25 @@ static int serve(struct serve *sv, const struct ps_opts *o, struct ps_server_con
 	return PS_EXIT_OK;
 }
 
+/* The token's id in the audit log: a one-way digest (SHA-256-crypt, fixed salt), its first
+ * 16 characters, so that lines say which token was used and the log never holds it. */
+static void token_id(const char *token, char *out, size_t len)
+{
+	struct crypt_data cd;
+	const char *h;
+
+	memset(&cd, 0, sizeof(cd));
+	h = crypt_r(token, "$5$rounds=5000$pysnip-token-id$", &cd);
+	h = h && h[0] == '$' ? strrchr(h, '$') : NULL;
+	snprintf(out, len, "sha256crypt:%.16s", h ? h + 1 : "unavailable");
+}
+
 int ps_cmd_serve(int argc, char **argv)
 {
 	static struct serve sv;
 	struct ps_server_config cfg = { 0 };
 	struct ps_opts o;
-	char *token = NULL;
+	char *token = NULL, tid[48], err[512];
 	sigset_t block;
 	int ret = PS_EXIT_USAGE;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -369,6 +383,14 @@ int ps_cmd_serve(int argc, char **argv)
 	if (load_policies(&sv, cfg.n ? o.policy : NULL) < 0 ||
 	    (o.token_file && read_token(o.token_file, &token) < 0))
 		goto out;
+	if (o.audit_log && ps_auditlog_open(o.audit_log, &cfg.audit, err, sizeof(err)) < 0) {
+		ps_err("%s", err);
+		goto out;
+	}
+	if (token) {
+		token_id(token, tid, sizeof(tid));
+		cfg.token_id = tid;
+	}
 	/* Signals: SIGTERM/SIGINT go to sigwait() in the main thread; block them before any
 	 * thread exists so every thread inherits the mask. */
 	sigemptyset(&block);
@@ -384,13 +406,13 @@ int ps_cmd_serve(int argc, char **argv)
 	cfg.max_untrusted = cfg.max_conns / 2 < MAX_UNTRUSTED ? cfg.max_conns / 2 : MAX_UNTRUSTED;
 	cfg.untrusted_ms = HEADER_TIMEOUT_MS;
 	if (o.header_timeout) {
-		uint64_t ms;
-		char err[256];
+		uint64_t ms = 0;
+		char why[256];
 
-		if (ps_parse_duration_ms(o.header_timeout, &ms, err, sizeof(err)) < 0 || !ms ||
+		if (ps_parse_duration_ms(o.header_timeout, &ms, why, sizeof(why)) < 0 || !ms ||
 		    ms > 3600 * 1000) {
 			ps_err("--header-timeout %s: %s", o.header_timeout,
-			       ms ? err : "must be a duration between 1ms and 1h, e.g. 10s");
+			       ms ? why : "must be a duration between 1ms and 1h, e.g. 10s");
 			goto out;
 		}
 		cfg.untrusted_ms = (unsigned)ms;
@@ -419,5 +441,6 @@ out:
 	for (size_t i = 0; i < sv.n; i++)
 		ps_policy_free(&sv.policies[i]);
 	free(token);
+	ps_auditlog_close(cfg.audit);
 	return ret;
 }

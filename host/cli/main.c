@@ -30,6 +30,7 @@ static const struct command {
 	{ "exec", ps_cmd_exec, "run one snippet, print its verdict" },
 	{ "check-policy", ps_cmd_check_policy, "validate a policy and print it resolved" },
 	{ "serve", run_serve, "HTTP JSON API: warm zygotes, worker pool, auth, metrics" },
+	{ "learn", ps_cmd_learn, "run a snippet reporting instead of denying; print the policy it needs" },
 	{ "zygote", ps_cmd_zygote, NULL },	/* internal: started by pysnip-serve */
 };
 

@@ -78,6 +78,7 @@ struct ps_policy {
 	char *seccomp_profile_path;
 	struct ps_seccomp_profile *seccomp_profile;
 	int8_t groups_level, allow_level, profile_level;	/* which file set them (ps_pctx) */
+	bool seccomp_learn;		/* pysnip learn: notify instead of deny (never from a file) */
 
 	uint32_t uid, gid;		/* identity when started as root */
 	uint32_t uid_count;		/* >1: a range uid..uid+count-1, one per worker slot */

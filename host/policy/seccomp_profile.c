@@ -138,7 +138,8 @@ static int get_uint(const struct ps_pctx *c, const char *path, const cJSON *v, u
 	if (expect(c, path, cJSON_IsNumber(v), "a whole number", v) < 0)
 		return -1;
 	d = v->valuedouble;
-	if (d < 0 || d != (double)(uint64_t)d || d > 9007199254740992.0)
+	/* The range first: casting a double beyond 2^64 to an integer is undefined. */
+	if (!(d >= 0 && d <= 9007199254740992.0) || d != (double)(uint64_t)d)
 		return ps_pfail(c, path, "%.17g is not a whole number from 0 to 2^53 (larger "
 				"values cannot be read exactly from JSON)", d);
 	if ((uint64_t)d > max)
@@ -377,6 +378,8 @@ static int get_rule(const struct ps_pctx *c, const char *path, const cJSON *v,
 	setpath(at, sizeof(at), "%s.names", path);
 	if (names && get_names(c, at, names, NULL, "syscall name", &r->names) < 0)
 		return -1;
+	if (!r->names.n)	/* "names": [] or null, and no "name" */
+		return ps_pfail(c, at, "empty: a rule names at least one syscall");
 	setpath(at, sizeof(at), "%s.action", path);
 	if (!act)
 		return ps_pfail(c, at, "missing");

@@ -228,9 +228,10 @@ static int phase_landlock(struct ps_child *c)
  * RLIMIT_NOFILE, which phase_limits left for now (limits.c). */
 static int phase_fds(struct ps_child *c)
 {
-	if (syscall(SYS_close_range, CHILD_FIRST_FREE_FD, ~0U, 0) < 0) {
-		ps_child_err_set(&c->e, errno, "close_range(%d, ~0): %s", CHILD_FIRST_FREE_FD,
-				 strerror(errno));
+	int first = CHILD_FIRST_FREE_FD + (c->learn_fd ? 1 : 0);
+
+	if (syscall(SYS_close_range, first, ~0U, 0) < 0) {
+		ps_child_err_set(&c->e, errno, "close_range(%d, ~0): %s", first, strerror(errno));
 		return -1;
 	}
 	return ps_limits_apply(c->limits, c->id.drop_uid, PS_LIMITS_AFTER_FDS, &c->e);
@@ -245,6 +246,15 @@ static int phase_filter(struct ps_child *c)
 		return 0;
 	if (ps_filter_receive(c->filter_rx, &c->filter, &c->e) < 0)
 		return -1;
+	/* pysnip learn: the same channel (a socket then) takes the listener back. */
+	if (ps_filter_learns(c->filter)) {
+		if (dup2(c->filter_rx, PS_LEARN_FD) < 0) {
+			ps_child_err_set(&c->e, errno, "dup2(learn channel, %d): %s", PS_LEARN_FD,
+					 strerror(errno));
+			return -1;
+		}
+		c->learn_fd = true;
+	}
 	close(c->filter_rx);
 	c->filter_rx = -1;
 	return 0;

@@ -39,6 +39,9 @@ struct ps_worker {
 	/* > 0: workers forked ahead of demand do their phases at this nice value, out of the way
 	 * of the runs; the zygote (root) puts a worker back to 0 when a request claims it. */
 	int ahead_nice;
+	/* pysnip learn (one-shot only): the filter notifies instead of denying, and this
+	 * supervisor answers; the worker hands its listener over PS_LEARN_FD. */
+	struct ps_notify *learn;
 };
 
 /* One request. */

@@ -10,6 +10,7 @@
 /* Fixed descriptor numbers inside the worker. */
 enum { CHILD_STATUS_FD = 3, CHILD_REPORT_FD = 4, CHILD_FIRST_FREE_FD = 5 };
 _Static_assert((int)CHILD_STATUS_FD == (int)PS_SECCOMP_REPORT_FD, "seccomp.c lets its handler write here");
+_Static_assert((int)CHILD_FIRST_FREE_FD == (int)PS_LEARN_FD, "learn's channel: the first free fd");
 
 struct ps_child {
 	const struct ps_worker *w;
@@ -21,6 +22,7 @@ struct ps_child {
 	pid_t parent;
 	int in, out, err, status, report;	/* child ends before phase_stdio */
 	int filter_rx;			/* a deferred filter arrives here (-1: none) */
+	bool learn_fd;			/* learn: filter_rx stays open as PS_LEARN_FD */
 	const struct ps_filter *filter;	/* what phase_seccomp loads */
 	struct ps_identity id;
 	const char *token;

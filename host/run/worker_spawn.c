@@ -13,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -258,9 +259,12 @@ int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const 
 	c.report = report[1];
 	c.filter_rx = -1;
 	if (w->filter_deferred) {
-		if (pipe2(flt, O_CLOEXEC) < 0) {
+		/* learn: a socket, so that the worker can send its listener back on it */
+		if ((w->learn ? socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, flt)
+			      : pipe2(flt, O_CLOEXEC)) < 0) {
 			ret = -errno;
-			snprintf(o->host_error, sizeof(o->host_error), "pipe2(): %s", strerror(errno));
+			snprintf(o->host_error, sizeof(o->host_error), "%s(): %s",
+				 w->learn ? "socketpair" : "pipe2", strerror(errno));
 			goto fail;
 		}
 		c.filter_rx = flt[0];
@@ -290,6 +294,10 @@ int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const 
 		close(flt[0]);
 		flt[0] = -1;
 		ret = send_filter(w, flt[1], o);
+		/* learn: the supervisor gets our end; the worker sends its listener there */
+		if (ret == 0 && w->learn && (ret = ps_notify_start(w->learn, flt[1])) < 0)
+			snprintf(o->host_error, sizeof(o->host_error), "sendmsg(learn uplink): %s",
+				 strerror(-ret));
 		close_pair(flt);
 		if (ret < 0) {
 			/* the worker waits for its filter: it must not run without one */

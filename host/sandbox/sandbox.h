@@ -131,6 +131,45 @@ const char *ps_syscall_name_arch(int nr, uint32_t arch);
 /* Parent side: the name of a native syscall number, or NULL. */
 const char *ps_syscall_name(int nr);
 
+/* The worker's end of the channel its learn-mode listener goes over (worker.c keeps it open
+ * through its fd phase; ps_filter_load sends the listener and closes it). */
+enum { PS_LEARN_FD = 5 };
+/* Allowed only through pysnip's own argument checks (ioctl, clone, kill, ...). */
+bool ps_filter_is_arg_checked(const char *name);
+/* Does the filter carry a learn-mode listener to hand over? */
+bool ps_filter_learns(const struct ps_filter *f);
+
+/* --- notify.c: pysnip learn's supervisor (seccomp user notification, libseccomp) --- */
+enum { PS_NOTIFY_MAX_NR = 512 };
+enum ps_notify_refusal {
+	PS_NOTIFY_RAN,		/* went on (SECCOMP_USER_NOTIF_FLAG_CONTINUE) */
+	PS_NOTIFY_ARGS,		/* failed (EPERM): arguments outside pysnip's own check */
+	PS_NOTIFY_NEVER,	/* failed (EPERM): a syscall pysnip never allows */
+};
+struct ps_notify_report {
+	uint32_t count[PS_NOTIFY_MAX_NR];	/* notifications by native syscall number */
+	uint8_t refused[PS_NOTIFY_MAX_NR];	/* enum ps_notify_refusal, the worst seen */
+	bool threads;			/* clone(CLONE_THREAD) went on */
+	bool got_listener;		/* the worker handed its listener over */
+	char error[200];
+};
+struct ps_notify;
+/* Can this kernel and libseccomp notify (API level 5, SECCOMP_RET_USER_NOTIF available)? */
+bool ps_notify_available(void);
+/* Before the supervisor forks the runner (the process that runs the worker). 0 or -errno. */
+int ps_notify_new(struct ps_notify **out);
+void ps_notify_runner_side(struct ps_notify *n);	/* each, after that fork */
+void ps_notify_supervisor_side(struct ps_notify *n);
+/* Runner, after the worker's fork: send channel (its end of the worker's PS_LEARN_FD) up to
+ * the supervisor. 0 or -errno. */
+int ps_notify_start(struct ps_notify *n, int channel);
+/* Supervisor: poll this descriptor (POLLIN) and pass what came to ps_notify_step, until it
+ * is -1 (the worker is gone). */
+int ps_notify_fd(const struct ps_notify *n);
+void ps_notify_step(struct ps_notify *n, short revents);
+const struct ps_notify_report *ps_notify_report(const struct ps_notify *n);
+void ps_notify_free(struct ps_notify *n);
+
 /* --- namespaces.c --- */
 /* Parent/zygote, once: enter the namespaces that do not change per run (net, ipc, uts; a user
  * namespace first when not root). Returns the CLONE_NEW* bits entered, or -1 with err. */

@@ -25,6 +25,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
@@ -45,6 +46,7 @@ struct ps_filter {
 	enum ps_seccomp_action action;
 	int errno_val;
 	uint8_t trap;		/* some rule traps: the SIGSYS handler is needed (profiles) */
+	uint8_t learn;		/* pysnip learn: unlisted syscalls notify (notify.c) */
 	uint32_t load_flags;	/* SECCOMP_FILTER_FLAG_* (a profile's "flags") */
 };
 
@@ -79,7 +81,8 @@ static void write_prefix(const struct ps_filter *f, struct sock_filter *out)
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0 /* SELF_INSN: our pid */, 2, 0),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, ret_action(f)),
+		/* learn: a signal to someone else fails, and is not learned (never granted) */
+		BPF_STMT(BPF_RET | BPF_K, f->learn ? SECCOMP_RET_ERRNO | EPERM : ret_action(f)),
 	};
 
 	memcpy(out, prefix, sizeof(prefix));
@@ -199,6 +202,16 @@ static int arg_checked_index(const char *name)
 static bool is_arg_checked(const char *name)
 {
 	return arg_checked_index(name) >= 0;
+}
+
+bool ps_filter_is_arg_checked(const char *name)
+{
+	return is_arg_checked(name);
+}
+
+bool ps_filter_learns(const struct ps_filter *f)
+{
+	return f && f->learn;
 }
 
 static int add_extra(scmp_filter_ctx ctx, const struct ps_policy *p, char *err, size_t errlen)
@@ -529,6 +542,18 @@ static int build_rules(scmp_filter_ctx ctx, const struct ps_policy *p, struct ps
 	return prof_floor(&b);
 }
 
+/* Learn mode: the worker hands its listener over with sendmsg on PS_LEARN_FD, then closes
+ * that descriptor; nothing else may reach the supervisor's channel. */
+static int add_learn_rules(scmp_filter_ctx ctx, const struct ps_policy *p, char *err,
+			   size_t errlen)
+{
+	struct scmp_arg_cmp c[1] = { SCMP_A0_32(SCMP_CMP_EQ, PS_LEARN_FD) };
+
+	if (ps_strlist_has(&p->syscalls_allow, "sendmsg"))
+		return 0;
+	return add_rule(ctx, SCMP_ACT_ALLOW, "sendmsg", 1, c, err, errlen);
+}
+
 int ps_filter_build(const struct ps_policy *p, struct ps_filter **out, char *err, size_t errlen)
 {
 	return ps_filter_build_report(p, out, NULL, err, errlen);
@@ -557,6 +582,11 @@ int ps_filter_build_report(const struct ps_policy *p, struct ps_filter **out,
 								       : SCMP_ACT_TRAP;
 		def = prof_action(&b, prof->default_action, prof->default_errno);
 	}
+	/* pysnip learn: what the policy does not allow goes to the supervisor (notify.c). */
+	if (p->seccomp_learn) {
+		def = SCMP_ACT_NOTIFY;
+		f->learn = 1;
+	}
 	ctx = seccomp_init(def);
 	if (!ctx) {
 		snprintf(err, errlen, "seccomp_init(): failed");
@@ -572,7 +602,9 @@ int ps_filter_build_report(const struct ps_policy *p, struct ps_filter **out,
 		snprintf(err, errlen, "seccomp_attr_set(): failed");
 		goto out;
 	}
-	if (build_rules(ctx, p, f, rep, def, err, errlen) < 0 || export_bpf(ctx, f, err, errlen) < 0)
+	if (build_rules(ctx, p, f, rep, def, err, errlen) < 0 ||
+	    (f->learn && add_learn_rules(ctx, p, err, errlen) < 0) ||
+	    export_bpf(ctx, f, err, errlen) < 0)
 		goto out;
 	*out = f;
 	f = NULL;
@@ -608,12 +640,13 @@ struct filter_wire {
 	int32_t errno_val;
 	uint32_t trap;
 	uint32_t load_flags;
+	uint32_t learn;
 };
 
 int ps_filter_send(const struct ps_filter *f, int fd)
 {
 	struct filter_wire h = { f->len, (int32_t)f->action, f->errno_val, f->trap,
-				 f->load_flags };
+				 f->load_flags, f->learn };
 	int rc = ps_write_all(fd, &h, sizeof(h));
 
 	return rc < 0 ? rc : ps_write_all(fd, f->insns, (size_t)f->len * sizeof(*f->insns));
@@ -640,6 +673,7 @@ int ps_filter_receive(int fd, const struct ps_filter **out, struct ps_child_err 
 	rx.errno_val = h.errno_val;
 	rx.trap = (uint8_t)h.trap;
 	rx.load_flags = h.load_flags;
+	rx.learn = (uint8_t)h.learn;
 	*out = &rx;
 	return 0;
 }
@@ -704,12 +738,52 @@ static void sigsys_handler(int sig, siginfo_t *si, void *uctx)
 	syscall(__NR_exit_group, 159);
 }
 
+/* Learn mode: the listener goes to the parent over PS_LEARN_FD, then both close. Until the
+ * parent has it, a notified syscall waits (the wall clock runs). */
+static int hand_over_listener(int lfd, struct ps_child_err *e)
+{
+	char c = 'L';
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { &c, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	ssize_t n;
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	__builtin_memcpy(CMSG_DATA(cm), &lfd, sizeof(lfd));
+	n = sendmsg(PS_LEARN_FD, &m, MSG_NOSIGNAL);
+	close(lfd);
+	close(PS_LEARN_FD);
+	if (n != 1) {
+		ps_child_err_set(e, errno, "sendmsg(learn channel, listener): %s", ps_errstr(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static int load(struct sock_filter *insns, unsigned short len, uint32_t flags,
 		struct ps_child_err *e)
 {
 	struct sock_fprog prog = { .len = len, .filter = insns };
 
-	/* seccomp(2) only for the flags prctl cannot pass (a profile's SECCOMP_FILTER_FLAG_LOG). */
+	/* seccomp(2) only for the flags prctl cannot pass (a profile's SECCOMP_FILTER_FLAG_LOG,
+	 * learn mode's listener). */
+	if (flags & SECCOMP_FILTER_FLAG_NEW_LISTENER) {
+		long lfd = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+
+		if (lfd < 0) {
+			ps_child_err_set(e, errno, "seccomp(SECCOMP_SET_MODE_FILTER, NEW_LISTENER): %s",
+					 ps_errstr(errno));
+			return -1;
+		}
+		return hand_over_listener((int)lfd, e);
+	}
 	if (flags && syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog) < 0) {
 		ps_child_err_set(e, errno, "seccomp(SECCOMP_SET_MODE_FILTER, 0x%x): %s", flags,
 				 ps_errstr(errno));
@@ -747,7 +821,8 @@ int ps_filter_load(const struct ps_filter *f, int status_fd, struct ps_held *hel
 	/* Our own copy of the program (copy-on-write from the parent, or received): its prefix
 	 * gets our pid (write_prefix). */
 	f->insns[SELF_INSN].k = (uint32_t)getpid();
-	if (load(f->insns, f->len, f->load_flags, e) < 0)
+	if (load(f->insns, f->len, f->load_flags | (f->learn ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0),
+		 e) < 0)
 		return -1;
 	held->seccomp = (uint8_t)(1 + f->action);
 	return 0;

@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +59,9 @@ struct req {
 	const struct route *route;	/* what the headers asked for, checked */
 	unsigned reject;		/* else the answer the headers got, and why */
 	char reason[160];
+	const char *url, *method;	/* for the audit log */
+	struct ps_audit_who who;	/* the audit log's request id, client, token id */
+	char id[72], client[64];
 };
 
 /* ---------------------------------------------------------------- admission */
@@ -160,6 +165,9 @@ static enum MHD_Result respond_error(struct ps_server *s, struct MHD_Connection 
 	if (r && (f || !field) &&
 	    asprintf(&body, "{\"error\":%s,\"field\":%s}\n", r, f ? f : "null") < 0)
 		body = NULL;
+	if (code == MHD_HTTP_UNAUTHORIZED || code == MHD_HTTP_CONTENT_TOO_LARGE ||
+	    code == MHD_HTTP_TOO_MANY_REQUESTS)
+		ps_auditlog_refused(s->cfg.audit, &rq->who, code, rq->method, rq->url, reason);
 	free(r);
 	free(f);
 	return respond(s, c, rq, code, body, "application/json");
@@ -206,7 +214,8 @@ static char *answer_cap_error(size_t ran, size_t n)
 }
 
 /* Run every input; a batch's verdicts go in a JSON list. 500 when the host failed a run. */
-static char *run_job(struct ps_server *s, const struct ps_job *j, unsigned slot, unsigned *code)
+static char *run_job(struct ps_server *s, const struct ps_job *j, unsigned slot, unsigned *code,
+		     const struct ps_audit_who *who)
 {
 	char *out = NULL;
 	size_t len = 0, answer = 0;
@@ -222,6 +231,7 @@ static char *run_job(struct ps_server *s, const struct ps_job *j, unsigned slot,
 		char *v = run_one(s, j, i, slot, &status);
 
 		count_status(s, status);
+		ps_auditlog_run(s->cfg.audit, who, j->batch ? (long)i : -1, v);
 		if (status == PS_STATUS_INTERNAL_ERROR)
 			*code = MHD_HTTP_INTERNAL_SERVER_ERROR;
 		answer += v ? strlen(v) : 4;
@@ -274,7 +284,7 @@ static enum MHD_Result handle_run(struct ps_server *s, struct MHD_Connection *c,
 	case ADMIT_OK:
 		break;
 	}
-	body = run_job(s, &j, slot, &code);
+	body = run_job(s, &j, slot, &code, &rq->who);
 	release(s, slot);
 	ret = respond(s, c, rq, code, body, "application/json");
 out:
@@ -422,6 +432,8 @@ static bool precheck(struct ps_server *s, struct MHD_Connection *c, struct req *
 	authed = !s->cfg.token || authorization_ok(s, c);
 	if (authed)
 		ps_accept_trust(c);
+	if (authed && !rt->open && s->cfg.token)
+		rq->who.token_id = s->cfg.token_id;
 	if (!rt->open && !authed) {
 		rq->reject = MHD_HTTP_UNAUTHORIZED;
 		snprintf(rq->reason, sizeof(rq->reason),
@@ -506,6 +518,41 @@ static void take_upload(struct ps_server *s, struct req *rq, const char *data, s
 	rq->len += n;
 }
 
+/* Who is asking, for the audit log: the client's X-Request-Id when it is a plain token, else
+ * one of ours; the peer address; the token's id once the token checks out (dispatch). */
+static void audit_who(struct ps_server *s, struct MHD_Connection *c, struct req *rq,
+		      const char *url, const char *method)
+{
+	const char *id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
+	const union MHD_ConnectionInfo *ci;
+	char host[48] = "unix";
+
+	if (!s->cfg.audit)
+		return;
+	rq->url = url;
+	rq->method = method;
+	if (id && *id && strlen(id) < sizeof(rq->id) && strspn(id, "abcdefghijklmnopqrstuvwxyz"
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:") == strlen(id))
+		snprintf(rq->id, sizeof(rq->id), "%s", id);
+	else
+		ps_auditlog_new_id(rq->id, sizeof(rq->id));
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)ci->client_addr;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		snprintf(rq->client, sizeof(rq->client), "%s:%u", host, ntohs(in->sin_port));
+	} else if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)ci->client_addr;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		snprintf(rq->client, sizeof(rq->client), "[%s]:%u", host, ntohs(in6->sin6_port));
+	} else {
+		snprintf(rq->client, sizeof(rq->client), "unix");
+	}
+	rq->who = (struct ps_audit_who){ rq->id, rq->client, NULL };
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload,
 				  size_t *upload_size, void **con_cls)
@@ -519,6 +566,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return MHD_NO;
 		rq->start_us = ps_now_us();
 		*con_cls = rq;
+		audit_who(s, c, rq, url, method);
 		if (!precheck(s, c, rq, url, method) && answer_now(c))
 			return respond_error(s, c, rq, rq->reject, NULL, rq->reason);
 		return MHD_YES;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "policy/policy.h"
+#include "run/auditlog.h"
 #include "zygote/zygote.h"
 
 /* A batch's answer is built whole (its status is 500 when a run failed in the host), so it
@@ -35,6 +36,8 @@ struct ps_server_config {
 	struct ps_policy *policies;	/* served policies; the first is the default */
 	struct ps_zygote *zygotes;	/* one per policy, same order */
 	size_t n;
+	struct ps_auditlog *audit;	/* --audit-log, or NULL */
+	const char *token_id;		/* the token's one-way id for the log, or NULL */
 };
 
 struct ps_server;

@@ -249,6 +249,9 @@ BAD = [
      "syscalls[1].args[0].index"),
     ("value_huge", rule(args=[{"index": 0, "value": 2 ** 64, "op": "SCMP_CMP_EQ"}]),
      "syscalls[1].args[0].value"),
+    ("value_1e300", rule(args=[{"index": 0, "value": 1e300, "op": "SCMP_CMP_EQ"}]),
+     "syscalls[1].args[0].value: 1.0000000000000001e+300 is not a whole number from 0 to "
+     "2^53"),   # found by fuzz_seccomp_profile (UB before the fix)
     ("errno_on_allow", rule(errnoRet=1), "syscalls[1].errnoRet: only SCMP_ACT_ERRNO takes"),
     ("default_errno_on_kill", allow_all(defaultAction="SCMP_ACT_KILL", defaultErrnoRet=1),
      "defaultErrnoRet: only SCMP_ACT_ERRNO takes an errno"),
@@ -266,6 +269,8 @@ BAD = [
     ("top_key", allow_all(defaultActoin="SCMP_ACT_ERRNO"), "defaultActoin: unknown key"),
     ("no_names", allow_all(syscalls=[{"action": "SCMP_ACT_ALLOW"}]),
      "syscalls[0]: no syscall"),
+    ("empty_names", allow_all(syscalls=[{"names": [], "action": "SCMP_ACT_ALLOW"}]),
+     "syscalls[0].names: empty"),   # found by fuzz_seccomp_profile
     ("flag", allow_all(flags=["SECCOMP_FILTER_FLAG_FAST"]), "flags[0]: unknown flag"),
     ("default_allow", allow_all(defaultAction="SCMP_ACT_ALLOW"),
      "defaultAction: 'SCMP_ACT_ALLOW' lets every syscall not named through"),
@@ -323,3 +328,22 @@ def test_profile_type_errors(tmp_path):
     pol.write_text(json.dumps({"seccomp": {"profile": 3}}))
     rc, out, err = check(str(pol))
     assert rc == 1 and "field seccomp.profile: expected a profile file name or null" in err
+
+
+def test_serve_runs_profile_policies():
+    """A zygote builds the profile's filter once; its workers hold it like exec's."""
+    from servekit import Server
+    s = Server("--policy", ",".join(os.path.join(PROFILE_POLICIES, n)
+                                    for n in ("docker.json", "no-write.json")),
+               "--workers", "1")
+    try:
+        status, _, v = s.exec("print('served')", policy="docker")
+        assert status == 200 and v["status"] == "ok" and v["stdout"] == "served\n", v
+        status, _, v = s.exec("import os\nos.sched_getscheduler(0)\n", policy="docker")
+        # Docker allows sched_getscheduler: the profile, not the default groups, decides.
+        assert status == 200 and v["status"] == "ok", v
+        status, _, v = s.exec("print('x')", policy="no-write")
+        assert status == 200 and v["status"] == "denied", v
+        assert v["denials"][0]["event"] == "write"
+    finally:
+        s.stop()

@@ -1,0 +1,191 @@
+"""The audit log: one JSON line per run (exec and serve) and per refused request (serve).
+
+Each line carries time, kind, request_id, client, token_id and, for a run, the verdict's own
+policy, status, exit_code, signal_name, usage and denials (each with layer, event, detail and
+line); a refused request carries its http_status, method, path and reason. The token itself
+never appears.
+"""
+import concurrent.futures
+import datetime
+import json
+import os
+import socket
+
+import pytest
+
+from conftest import run_exec
+from servekit import Server
+
+TOKEN = "s3cret-token-" + "7" * 24
+
+# A denial of each layer that reports one, and outcomes without a denial.
+CASES = {
+    "import": ("import socket\n", []),
+    "audit": ("open('/etc/shadow')\n", []),
+    # Not an audit event: the call reaches the filter, which kills and names it.
+    "seccomp": ("import os\nos.sched_getscheduler(0)\n", []),
+    "ok": ("print('hi')\n", []),
+    "exception": ("1 / 0\n", []),
+    "timeout": ("while True: pass\n", ["--wall-time", "300ms", "--cpu-time", "5s"]),
+}
+WANT_LAYER = {"import": "import", "audit": "audit", "seccomp": "seccomp"}
+
+
+def read_lines(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data.endswith(b"\n") or not data
+    return [json.loads(l) for l in data.decode().splitlines()]
+
+
+def same_as_verdict(line, verdict):
+    for key in ("policy", "status", "exit_code", "usage", "denials"):
+        assert line[key] == verdict[key], (key, line, verdict)
+    assert line.get("signal_name") == verdict.get("signal_name")
+    t = datetime.datetime.strptime(line["time"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    assert abs((datetime.datetime.utcnow() - t).total_seconds()) < 600
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_exec_logs_the_verdicts_fields(name, tmp_path):
+    log = tmp_path / "audit.jsonl"
+    log.write_text('{"earlier": "line"}\n')   # append-only: what was there stays
+    code, args = CASES[name]
+    verdict, rc, err = run_exec(code, "--audit-log", str(log), *args)
+    assert rc == 0, err
+    lines = read_lines(log)
+    assert lines[0] == {"earlier": "line"} and len(lines) == 2
+    line = lines[1]
+    assert line["kind"] == "run" and line["client"] == "local" and line["token_id"] is None
+    assert line["request_id"].startswith("r-")
+    same_as_verdict(line, verdict)
+    if name in WANT_LAYER:
+        assert verdict["status"] == "denied"
+        assert line["denials"] and line["denials"][0]["layer"] == WANT_LAYER[name]
+        if name == "seccomp":
+            assert line["denials"][0]["event"] == "sched_getscheduler"
+        assert set(line["denials"][0]) >= {"layer", "event", "detail", "line"}
+    else:
+        assert line["denials"] == []
+
+
+def test_exec_log_is_created_owner_only(tmp_path):
+    log = tmp_path / "new.jsonl"
+    verdict, rc, err = run_exec("print(1)\n", "--audit-log", str(log))
+    assert rc == 0, err
+    assert os.stat(log).st_mode & 0o777 == 0o600
+    assert len(read_lines(log)) == 1
+
+
+def test_full_disk_is_reported_not_fatal():
+    verdict, rc, err = run_exec("print('still runs')\n", "--audit-log", "/dev/full")
+    assert rc == 0, err
+    assert verdict["status"] == "ok" and verdict["stdout"] == "still runs\n"
+    assert "audit log /dev/full: write: No space left on device" in err
+    assert "1 line(s) could not be written" in err
+
+
+def test_unopenable_log_is_a_usage_error(tmp_path):
+    verdict, rc, err = run_exec("print(1)\n", "--audit-log", str(tmp_path / "no" / "x"))
+    assert rc == 1 and verdict is None
+    assert "--audit-log: audit log" in err and "No such file or directory" in err
+    verdict, rc, err = run_exec("print(1)\n", "--audit-log", "-")
+    assert rc == 1 and "standard output carries the verdict" in err
+
+
+# ---- serve ----
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    log = tmp_path_factory.mktemp("audit") / "serve.jsonl"
+    s = Server("--policy", "default", "--workers", "1", "--queue", "1", "--audit-log",
+               str(log), token=TOKEN)
+    s.log = str(log)
+    yield s
+    s.stop()
+
+
+def lines_for(server, rid):
+    return [l for l in read_lines(server.log) if l["request_id"] == rid]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_serve_logs_each_run_like_its_verdict(server, name):
+    code, args = CASES[name]
+    limits = {"wall": "300ms"} if name == "timeout" else {}
+    rid = "test-" + name
+    status, _, verdict = server.request("POST", "/v1/exec", {"code": code, "limits": limits},
+                                        headers={"X-Request-Id": rid})
+    assert status == 200, verdict
+    (line,) = lines_for(server, rid)
+    same_as_verdict(line, verdict)
+    assert line["client"].startswith("127.0.0.1:")
+    assert line["token_id"].startswith("sha256crypt:") and TOKEN not in line["token_id"]
+
+
+def test_serve_batch_logs_one_line_per_input(server):
+    status, _, verdicts = server.request("POST", "/v1/batch",
+                                         {"code": "print(int(input()) * 2)", "stdin": ["1", "x"]},
+                                         headers={"X-Request-Id": "test-batch"})
+    assert status == 200
+    lines = lines_for(server, "test-batch")
+    assert [l["index"] for l in lines] == [0, 1]
+    for l, v in zip(lines, verdicts):
+        same_as_verdict(l, v)
+
+
+def test_serve_logs_refused_requests(server):
+    # 401: no token, and a wrong one (whose text must not be logged either).
+    status, _, _ = server.request("POST", "/v1/exec", {"code": "print(1)"},
+                                  headers={"Authorization": "Bearer wrong-guess-123",
+                                           "X-Request-Id": "test-401"})
+    assert status == 401
+    (line,) = lines_for(server, "test-401")
+    assert line["kind"] == "refused" and line["http_status"] == 401
+    assert line["path"] == "/v1/exec" and line["method"] == "POST" and line["token_id"] is None
+    assert "token" in line["reason"]
+    # 413: declared too large, refused before the body is read.
+    c = socket.create_connection((server.host, server.port))
+    c.sendall(b"POST /v1/exec HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() +
+              b"\r\nX-Request-Id: test-413\r\nContent-Length: 99999999999\r\n\r\n")
+    assert b" 413 " in c.recv(4096).split(b"\r\n")[0]
+    c.close()
+    (line,) = lines_for(server, "test-413")
+    assert line["http_status"] == 413 and "larger than" in line["reason"]
+    # 429: one worker, one queue slot, three slow requests at once.
+    def slow(i):
+        return server.request("POST", "/v1/exec", {"code": "import time; time.sleep(0.6)"},
+                              headers={"X-Request-Id": "test-429-%d" % i})[0]
+    with concurrent.futures.ThreadPoolExecutor(3) as ex:
+        codes = list(ex.map(slow, range(3)))
+    assert codes.count(429) >= 1, codes
+    refused = [l for i in range(3) for l in lines_for(server, "test-429-%d" % i)
+               if l["kind"] == "refused"]
+    assert len(refused) == codes.count(429)
+    assert all(l["http_status"] == 429 for l in refused)
+    with open(server.log) as f:
+        text = f.read()
+    assert TOKEN not in text and "wrong-guess-123" not in text
+
+
+def test_concurrent_lines_never_interleave(tmp_path):
+    log = tmp_path / "c.jsonl"
+    s = Server("--policy", "default", "--workers", "2", "--queue", "64", "--audit-log", str(log))
+    try:
+        # Long lines (40 caught denials, ~11 kB, more than PIPE_BUF) from parallel runs.
+        code = ("for i in range(40):\n    try: open('/nonexistent/%d' % i + 'x' * 200)\n"
+                "    except PermissionError: pass\n")
+        n = 40
+
+        def one(i):
+            return s.request("POST", "/v1/exec", {"code": code},
+                             headers={"X-Request-Id": "c-%d" % i})[0]
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            assert set(ex.map(one, range(n))) == {200}
+    finally:
+        s.stop()
+    lines = read_lines(log)   # json.loads of every line: none is cut or mixed
+    assert sorted(l["request_id"] for l in lines) == sorted("c-%d" % i for i in range(n))
+    assert all(len(l["denials"]) == 40 and l["status"] == "ok" for l in lines)
+    assert min(len(json.dumps(l)) for l in lines) > 4096
+    assert all(l["token_id"] is None for l in lines)
