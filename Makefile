@@ -3,6 +3,8 @@
 #   make test     unit tests + end-to-end tests + attack corpus
 #   make asan     ASan+UBSan build in build-asan/, then the tests against it
 #   make bench    latency figures (printed, not asserted)
+#   make fuzz     libFuzzer targets (tests/fuzz/) built with clang-14 into build-fuzz/, each run
+#                 FUZZ_TIME seconds (default 60); a crash, sanitizer report or leak fails
 
 # pysnip (exec, check-policy, and serve's zygotes) and pysnip-serve (the HTTP front, which
 # `pysnip serve` execs) are two binaries so that neither a one-shot run nor a zygote loads
@@ -68,7 +70,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 PYSHIM    := $(filter-out pyshim/closure.py,$(wildcard pyshim/*.py))
 
-.PHONY: all test test-unprivileged unit e2e includes asan bench clean deps
+.PHONY: all test test-unprivileged unit e2e includes asan bench fuzz clean deps
 
 all: $(BIN) $(SERVE_BIN)
 
@@ -130,7 +132,7 @@ UNPRIV_USER ?= nobody
 # The tree is copied to a world-readable directory first: a checkout under /root is not.
 test-unprivileged: $(BIN) $(SERVE_BIN)
 	@d=$$(mktemp -d /tmp/pysnip-unpriv.XXXXXX) && chmod 755 $$d && \
-	tar cf - --exclude=./build --exclude=./build-asan --exclude=./.git . | tar xf - -C $$d && \
+	tar cf - --exclude=./build --exclude=./build-asan --exclude=./build-fuzz --exclude=./.git . | tar xf - -C $$d && \
 	cp $(BIN) $(SERVE_BIN) $$d/ && chmod -R a+rX $$d && \
 	(cd /tmp && runuser -u $(UNPRIV_USER) -- env HOME=/tmp PYSNIP=$$d/pysnip \
 		$(PY) -m pytest -q -rs -p no:cacheprovider $$d/tests/e2e $$d/tests/attacks); \
@@ -150,8 +152,12 @@ bench: $(BIN) $(SERVE_BIN)
 	$(PY) tests/bench/bench.py --pysnip $(abspath $(BIN))
 	$(PY) tests/bench/bench_serve.py --pysnip $(abspath $(BIN))
 
+# The same host/ sources again, with clang and ASan+UBSan+libFuzzer: tests/fuzz/fuzz.mk.
+fuzz:
+	$(MAKE) -f tests/fuzz/fuzz.mk run
+
 deps:
 	./tools/install-deps
 
 clean:
-	rm -rf build build-asan pysnip pysnip-serve
+	rm -rf build build-asan build-fuzz pysnip pysnip-serve

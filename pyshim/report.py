@@ -110,13 +110,24 @@ def _describe(exc, src):
         text = text.strip() if isinstance(text, str) else _source_line(src, exc.lineno)
         frames.append({"file": "<snippet>", "line": exc.lineno, "function": "<module>",
                        "text": text})
-    return {
+    info = {
         "type": _type_name(type(exc)),
         "message": _safe_str(exc),
         "line": frames[-1]["line"] if frames else None,
         "traceback": frames,
         "frames_omitted": omitted,
     }
+    if isinstance(exc, OSError):
+        # the kernel's errno and the path, read through OSError's own slots (a subclass's
+        # properties would run snippet code): the host tells a Landlock denial (EACCES) or
+        # an allocation the memory limit refused (ENOMEM) from them
+        err, name = OSError.errno.__get__(exc), OSError.filename.__get__(exc)
+        if type(err) is int:
+            info["errno"] = err
+        if type(name) in (str, bytes):
+            info["filename"] = _safe_str(name if type(name) is str else
+                                         name.decode("utf-8", "surrogateescape"))
+    return info
 
 
 def _report(exc, exc_info, exit_kind, system_exit_code, memory_error):

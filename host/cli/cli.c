@@ -42,6 +42,8 @@ static const struct opt opts[] = {
 	{ "--token-file", OPT_STRING, SERVE, F(token_file), 0, "FILE", "require this bearer token" },
 	{ "--workers", OPT_LONG, SERVE, F(workers), 0, "N", "concurrent snippets (default: cores)" },
 	{ "--queue", OPT_LONG, SERVE, F(queue), 0, "N", "queued requests before 429" },
+	{ "--header-timeout", OPT_STRING, SERVE, F(header_timeout), 0, "DURATION",
+	  "a connection is cut if no request on it passed auth this long after connecting (10s)" },
 	{ "--seccomp-profile", OPT_STRING, EXEC | CHECK, F(seccomp_profile), 0, "FILE",
 	  "a Docker/OCI seccomp profile in place of the policy's syscall groups" },
 	{ "--strict", OPT_FLAG, CHECK, F(strict), 0, NULL,

@@ -20,6 +20,7 @@ struct ps_opts {
 	const char *listen;		/* serve --listen */
 	const char *token_file;		/* serve --token-file */
 	long workers, queue;		/* serve --workers/--queue */
+	const char *header_timeout;	/* serve --header-timeout */
 	const char *seccomp_profile;	/* --seccomp-profile FILE (exec, check-policy) */
 	bool strict;			/* check-policy --strict: warnings are errors */
 	const char *audit_log;		/* --audit-log FILE (exec, serve; "-" stdout in serve) */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -21,7 +22,14 @@
 #include "util/util.h"
 #include "zygote/zygote.h"
 
-enum { DEFAULT_QUEUE = 64, MAX_POLICIES = 16 };
+enum {
+	DEFAULT_QUEUE = 64,
+	MAX_POLICIES = 16,
+	MAX_CONNS = 4096,		/* a thread each */
+	MAX_UNTRUSTED = 256,		/* of them, not yet past the token check */
+	HEADER_TIMEOUT_MS = 10000,	/* default --header-timeout */
+	FDS_OWN = 64,			/* the front's own descriptors, with slack */
+};
 
 static const char *const default_policies[] = { "default", "strict", "notebook" };
 
@@ -31,7 +39,7 @@ struct serve {
 	size_t n;
 	char tmp_root[200];
 	char unix_path[108];
-	volatile int stopping;
+	int stopping;		/* atomic: serve() is ending the zygotes */
 };
 
 /* ---------------------------------------------------------------- listening socket */
@@ -203,7 +211,7 @@ static void *monitor(void *arg)
 		if (pid < 0) {
 			if (errno == EINTR)
 				continue;
-			if (sv->stopping)
+			if (__atomic_load_n(&sv->stopping, __ATOMIC_SEQ_CST))
 				return NULL;
 			usleep(50000);	/* no child right now (a restart failed) */
 		}
@@ -212,7 +220,7 @@ static void *monitor(void *arg)
 				z = &sv->zygotes[i];
 		if (z)
 			ps_zygote_reaped(z);
-		if (sv->stopping)
+		if (__atomic_load_n(&sv->stopping, __ATOMIC_SEQ_CST))
 			continue;
 		for (size_t i = 0; i < sv->n; i++) {
 			z = &sv->zygotes[i];
@@ -224,6 +232,10 @@ static void *monitor(void *arg)
 				ps_err("restarting zygote %s: %s", z->name, err);
 				sleep(1);
 			}
+			/* serve() may have killed the zygotes while this one was starting (its pid
+			 * was not set yet): then it is ours to end, else waitpid() never returns */
+			if (__atomic_load_n(&sv->stopping, __ATOMIC_SEQ_CST))
+				ps_zygote_kill(z);
 		}
 	}
 }
@@ -243,6 +255,17 @@ static int read_token(const char *path, char **token)
 		ps_err("--token-file %s: empty", path);
 		return -1;
 	}
+	/* The token is compared as a C string: a NUL would silently shorten it (and what could
+	 * not be sent in a header line could never match). One line of visible ASCII. */
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)(*token)[i];
+
+		if (c < 0x21 || c > 0x7e) {
+			ps_err("--token-file %s: byte %zu is 0x%02x; a token is one line of visible "
+			       "ASCII characters", path, i, c);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -255,6 +278,35 @@ static int make_tmp_root(struct serve *sv, const struct ps_opts *o)
 		return -1;
 	}
 	return 0;
+}
+
+/* Descriptors: the soft NOFILE limit raised to the hard one (the usual soft 1024 is a
+ * compatibility default for select(); we poll), then a budget that keeps what the pools need
+ * out of the connections' reach. A zygote's pool holds workers + 1 idle spares and a worker
+ * per running run, each with PS_ZWORKER_FDS channels, plus one tagged worker forked for a
+ * request (a tighter scratch): past what is left, connections are refused with a 503 rather
+ * than starve the pool (a worker whose channels cannot be received is lost; see pool.c). */
+static unsigned connection_budget(size_t n_policies, unsigned workers)
+{
+	struct rlimit rl;
+	uint64_t pools = (uint64_t)n_policies * (2u * workers + 2u) * PS_ZWORKER_FDS;
+	uint64_t have;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			ps_err("setrlimit(RLIMIT_NOFILE, %llu): %s", (unsigned long long)rl.rlim_max,
+			       strerror(errno));
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return MAX_CONNS;
+	have = rl.rlim_cur;
+	if (have < pools + FDS_OWN + 16) {
+		ps_err("RLIMIT_NOFILE %llu leaves only 16 connections (the zygotes' pools need %llu)",
+		       (unsigned long long)have, (unsigned long long)pools);
+		return 16;
+	}
+	return have - pools - FDS_OWN > MAX_CONNS ? MAX_CONNS : (unsigned)(have - pools - FDS_OWN);
 }
 
 static int serve(struct serve *sv, const struct ps_opts *o, struct ps_server_config *cfg)
@@ -287,7 +339,7 @@ static int serve(struct serve *sv, const struct ps_opts *o, struct ps_server_con
 	fprintf(stderr, "pysnip serve: %s, draining\n", strsignal(sig));
 	ps_server_drain(s);
 	ps_server_free(s);
-	sv->stopping = 1;
+	__atomic_store_n(&sv->stopping, 1, __ATOMIC_SEQ_CST);
 	for (size_t i = 0; i < sv->n; i++)
 		ps_zygote_kill(&sv->zygotes[i]);
 	pthread_join(mon, NULL);
@@ -350,6 +402,21 @@ int ps_cmd_serve(int argc, char **argv)
 	cfg.queue = (unsigned)(o.queue > 0 ? o.queue : DEFAULT_QUEUE);
 	cfg.token = token;
 	cfg.body_max = PS_SERVE_BODY_MAX;
+	cfg.max_conns = connection_budget(sv.n, cfg.workers);
+	cfg.max_untrusted = cfg.max_conns / 2 < MAX_UNTRUSTED ? cfg.max_conns / 2 : MAX_UNTRUSTED;
+	cfg.untrusted_ms = HEADER_TIMEOUT_MS;
+	if (o.header_timeout) {
+		uint64_t ms = 0;
+		char why[256];
+
+		if (ps_parse_duration_ms(o.header_timeout, &ms, why, sizeof(why)) < 0 || !ms ||
+		    ms > 3600 * 1000) {
+			ps_err("--header-timeout %s: %s", o.header_timeout,
+			       ms ? why : "must be a duration between 1ms and 1h, e.g. 10s");
+			goto out;
+		}
+		cfg.untrusted_ms = (unsigned)ms;
+	}
 	cfg.policies = sv.policies;
 	cfg.zygotes = sv.zygotes;
 	cfg.n = sv.n;
@@ -362,7 +429,7 @@ int ps_cmd_serve(int argc, char **argv)
 		goto out_tmp;
 	ret = serve(&sv, &o, &cfg);
 	if (ret != PS_EXIT_OK) {
-		sv.stopping = 1;
+		__atomic_store_n(&sv.stopping, 1, __ATOMIC_SEQ_CST);
 		for (size_t i = 0; i < sv.n; i++)
 			ps_zygote_kill(&sv.zygotes[i]);
 	}

@@ -321,8 +321,12 @@ static int set_defaults(struct ps_policy *p)
 	p->seccomp_action = PS_SECCOMP_KILL;
 	p->seccomp_errno = EPERM;
 	p->threads = false;
-	p->uid = p->gid = 65534;
-	p->uid_count = 1;
+	/* 0x70000000: above the subordinate ranges useradd hands out (100000 on, 65536 each, up
+	 * to 600100000) and systemd's container range (524288..1879048191), in the span systemd
+	 * documents as unused; ps_identity_check_range verifies it on this host. */
+	p->uid = p->gid = 1879048192;
+	p->uid_per_process = true;
+	p->uid_count = PS_UID_PER_PROCESS_SPAN;
 	memcpy(p->layers, modes, sizeof(modes));
 	if (ps_strlist_push(&p->module_lists, "default") < 0)
 		return -ENOMEM;
@@ -339,6 +343,12 @@ static int check_merged(const struct ps_pctx *c, const struct ps_policy *p)
 	if ((uint64_t)p->uid + p->uid_count - 1 > 4294967294ULL)
 		return ps_pfail(c, "identity.uid_count", "uid range %" PRIu32 "..%" PRIu64
 				" passes 4294967294", p->uid, (uint64_t)p->uid + p->uid_count - 1);
+	/* ids from 2^31 on read as negative to much software (and to the verdict's int32) */
+	if (p->uid_per_process && ((uint64_t)p->uid + p->uid_count - 1 > INT32_MAX ||
+				   (uint64_t)p->gid + p->uid_count - 1 > INT32_MAX))
+		return ps_pfail(c, "identity.uid_count", "\"per-process\" needs uid and gid + %u "
+				"below 2^31 (got uid %" PRIu32 ", gid %" PRIu32 ")",
+				PS_UID_PER_PROCESS_SPAN, p->uid, p->gid);
 	if (p->threads && p->limits.processes < 2)
 		return ps_pfail(c, "seccomp.threads", "threads need limits.processes of at "
 				"least 2 (the main thread counts)");
@@ -570,7 +580,10 @@ char *ps_policy_to_json(const struct ps_policy *p, bool pretty)
 	if ((o = cJSON_AddObjectToObject(root, "identity"))) {
 		add_u64(o, "uid", p->uid);
 		add_u64(o, "gid", p->gid);
-		add_u64(o, "uid_count", p->uid_count);
+		if (p->uid_per_process)
+			cJSON_AddStringToObject(o, "uid_count", "per-process");
+		else
+			add_u64(o, "uid_count", p->uid_count);
 	}
 	if ((o = cJSON_AddObjectToObject(root, "cgroup")))
 		add_nullable(o, "parent", p->cgroup_parent);

@@ -12,6 +12,9 @@ struct ps_strlist {
 	size_t n;
 };
 
+/* PID_MAX_LIMIT: every pid a worker can have, so the span of a per-process uid range. */
+#define PS_UID_PER_PROCESS_SPAN 4194304u
+
 struct ps_limits {
 	uint64_t wall_ms;	/* wall clock for the whole run */
 	uint64_t cpu_ms;	/* RLIMIT_CPU (rounded up to whole seconds) */
@@ -85,7 +88,11 @@ struct ps_policy {
 	uint8_t seccomp_learn;		/* pysnip learn (never from a file): enum ps_learn_via */
 
 	uint32_t uid, gid;		/* identity when started as root */
-	uint32_t uid_count;		/* >1: a range uid..uid+count-1, one per worker */
+	uint32_t uid_count;		/* >1: a range uid..uid+count-1, one per worker slot */
+	/* uid_count "per-process": every worker runs as uid + P and gid + P, P its pid, so no
+	 * two live workers on the host share a uid (exec, serve, every policy and server);
+	 * uid_count is then PS_UID_PER_PROCESS_SPAN */
+	bool uid_per_process;
 	char *cgroup_parent;		/* delegated cgroup v2 directory, or NULL */
 
 	enum ps_layer_mode layers[PS_LAYER_COUNT];

@@ -473,6 +473,24 @@ static int apply_profile(const struct ps_pctx *c, const struct field *f, const c
 	return 0;
 }
 
+/* A number of uids, one per worker slot, or "per-process": one per worker's pid. */
+static int apply_uid_count(const struct ps_pctx *c, const struct field *f, const cJSON *v,
+			   const char *path, struct ps_policy *p)
+{
+	if (cJSON_IsString(v)) {
+		if (strcmp(v->valuestring, "per-process"))
+			return ps_pfail(c, path, "'%s' is neither a number of uids nor \"per-process\"",
+					v->valuestring);
+		p->uid_per_process = true;
+		p->uid_count = PS_UID_PER_PROCESS_SPAN;
+		return 0;
+	}
+	if (apply_u32(c, f, v, path, p) < 0)
+		return -1;
+	p->uid_per_process = false;
+	return 0;
+}
+
 static apply_fn apply_section;
 
 #define OFF(m) offsetof(struct ps_policy, m)
@@ -490,7 +508,9 @@ static const struct field limit_fields[] = {
 	UNIT("file_size", limits.file_size_bytes, size_kind, 0, UINT64_MAX),
 	COUNT("open_files", limits.open_files, apply_u64, 1, 1 << 20),	/* fs.nr_open */
 	COUNT("processes", limits.processes, apply_u64, 1, 4194304),	/* PID_MAX_LIMIT */
-	UNIT("scratch", limits.scratch_bytes, size_kind, 0, UINT64_MAX),
+	/* At least a page: tmpfs reads size=0 as "no limit", the opposite of what 0 means for
+	 * every other limit here (the tightest: no output, no byte of file). */
+	UNIT("scratch", limits.scratch_bytes, size_kind, 4096, UINT64_MAX),
 	{ 0 },
 };
 
@@ -526,7 +546,7 @@ static const struct field seccomp_fields[] = {
 static const struct field identity_fields[] = {
 	COUNT("uid", uid, apply_u32, 1, UID_MAX_VALID),	/* never root */
 	COUNT("gid", gid, apply_u32, 1, UID_MAX_VALID),
-	COUNT("uid_count", uid_count, apply_u32, 1, 65536),
+	COUNT("uid_count", uid_count, apply_uid_count, 1, 65536),
 	{ 0 },
 };
 
@@ -547,7 +567,7 @@ static const struct field layer_fields[] = {
 
 static const struct field top_fields[] = {
 	{ "extends", apply_extends, 0, 0, 0, NULL, NULL, NULL },
-	{ "description", apply_string, OFF(description), 0, 0, NULL, NULL, NULL },
+	{ "description", apply_string_or_null, OFF(description), 0, 0, NULL, NULL, NULL },
 	SECTION("limits", limit_fields),
 	SECTION("modules", module_fields),
 	SECTION("filesystem", fs_fields),

@@ -44,6 +44,8 @@ bool ps_audit_raised_by_hook(PyObject *exc);
 /* For the guards in pyguard.c: 0 allowed, -1 denied with the exception set and recorded. */
 int ps_audit_check_module(const char *name);
 int ps_audit_check_stat(const char *event, PyObject *path, PyObject *dir_fd);
+/* os.readlink: a link's target is its content, so the readable set decides, as for open. */
+int ps_audit_check_readlink(const char *event, PyObject *path, PyObject *dir_fd);
 int ps_audit_deny(const char *event, const char *detail);
 
 /* After init, before activation: replace the functions of posix and _imp that can close the

@@ -16,7 +16,7 @@
 #include "util/util.h"
 
 enum guard_id {
-	G_CLOSE, G_CLOSERANGE, G_DUP2, G_STAT, G_LSTAT, G_ACCESS,
+	G_CLOSE, G_CLOSERANGE, G_DUP2, G_STAT, G_LSTAT, G_ACCESS, G_READLINK,
 	G_CREATE_BUILTIN, G_EXEC_BUILTIN, G_CREATE_DYNAMIC, G_EXEC_DYNAMIC, G_INIT_FROZEN,
 	G_N
 };
@@ -120,6 +120,15 @@ static PyObject *g_lstat(PyObject *self, PyObject *args, PyObject *kw)
 static PyObject *g_access(PyObject *self, PyObject *args, PyObject *kw)
 {
 	return stat_like(G_ACCESS, "os.access", args, kw);
+}
+
+static PyObject *g_readlink(PyObject *self, PyObject *args, PyObject *kw)
+{
+	PyObject *dir_fd = kw ? PyDict_GetItemString(kw, "dir_fd") : NULL;
+
+	if (ps_audit_check_readlink("os.readlink", arg(args, kw, 0, "path"), dir_fd) < 0)
+		return NULL;
+	return call_orig(G_READLINK, args, kw);
 }
 
 /* ---- modules ---- */
@@ -245,6 +254,7 @@ static struct guard {
 	GUARD("posix", stat, G_STAT),
 	GUARD("posix", lstat, G_LSTAT),
 	GUARD("posix", access, G_ACCESS),
+	GUARD("posix", readlink, G_READLINK),
 	GUARD("_imp", create_builtin, G_CREATE_BUILTIN),
 	GUARD("_imp", exec_builtin, G_EXEC_BUILTIN),
 	GUARD("_imp", create_dynamic, G_CREATE_DYNAMIC),

@@ -4,11 +4,15 @@
 #include "result.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include "sandbox/sandbox.h"
@@ -106,6 +110,14 @@ char *ps_json_quote_bytes(const char *buf, size_t len)
 	return out;
 }
 
+static bool utf8_valid(const char *buf, size_t len)
+{
+	for (size_t i = 0, l; i < len; i += l)
+		if (!(l = utf8_seq_len((const unsigned char *)buf + i, len - i)))
+			return false;
+	return true;
+}
+
 static void add_bytes(cJSON *obj, const char *key, const struct ps_capture *c)
 {
 	char *q = ps_json_quote_bytes(c->buf ? c->buf : "", c->len);
@@ -144,6 +156,10 @@ static void report_parse(const struct ps_outcome *o, struct report *rep)
 	if (!start || *start != '\n')
 		return;
 	start++;
+	/* The shim writes UTF-8 only; cJSON would copy other bytes into the verdict's strings,
+	 * and the verdict would no longer be JSON text. */
+	if (!utf8_valid(start, o->report.len - (size_t)(start - o->report.buf)))
+		return;
 	rep->root = cJSON_ParseWithLengthOpts(start, o->report.len - (size_t)(start - o->report.buf),
 					      &end, false);
 	if (!cJSON_IsObject(rep->root))
@@ -190,20 +206,91 @@ static bool exc_from_sandbox(const struct report *rep)
 	return msg && !strncmp(msg, "pysnip: ", 8) && cJSON_GetArraySize(rep->denials) > 0;
 }
 
-/* EACCES/EPERM from the kernel with the Python layer silent: Landlock (or identity) said no. */
-static bool exc_from_kernel_denial(const struct report *rep, const struct ps_outcome *o)
+/* The errno of an uncaught OSError (pyshim reads OSError's own slot), or 0. */
+static int exc_errno(const struct report *rep)
 {
 	cJSON *e = rep->exception ? cJSON_GetObjectItemCaseSensitive(rep->exception, "errno") : NULL;
 
-	if (!exc_is(rep, "PermissionError") || !o->held.landlock_abi)
-		return false;
-	/* errno set by the kernel; a bare PermissionError("...") of the snippet's has none */
-	return cJSON_IsNumber(e) && (e->valueint == 13 || e->valueint == 1);
+	return cJSON_IsNumber(e) ? e->valueint : 0;
+}
+
+/* The kernel layer whose answer ended the snippet, the Python layer having said nothing:
+ * EACCES with Landlock held is Landlock's (it says EACCES for every file right it denies);
+ * EROFS in a mount namespace of ours is the read-only view outside scratch (namespaces.c).
+ * NULL: an ordinary error. errno comes from OSError's slot; a bare PermissionError("...")
+ * of the snippet's has none. */
+static bool path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return n && !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+}
+
+/* Would the file's mode bits let the run's uid/gid read it? (The DAC check, which the
+ * kernel makes before Landlock's.) true when unknown: nothing to blame the uid for. Not
+ * root, the run has our own uid, and we may sit in a user namespace where other owners
+ * show as the overflow id (65534, nobody's own): ask the kernel for ourselves instead. */
+static bool mode_lets_read(const char *path, const struct ps_held *h)
+{
+	struct stat st;
+
+	if (geteuid() != 0)
+		return faccessat(AT_FDCWD, path, R_OK, AT_EACCESS) == 0 || errno != EACCES;
+	if (stat(path, &st) < 0 || h->uid == 0)
+		return true;
+	if ((uid_t)h->uid == st.st_uid)
+		return st.st_mode & S_IRUSR;
+	if ((gid_t)h->gid == st.st_gid)
+		return st.st_mode & S_IRGRP;
+	return st.st_mode & S_IROTH;
+}
+
+/* EACCES on a path: the snippet's own file (in scratch, or relative to the cwd, which starts
+ * there) is no layer's doing; in a write path Landlock grants everything, so it was the uid;
+ * elsewhere Landlock, unless the mode bits already refused the run's uid. */
+static const char *eacces_layer(const struct report *rep, const struct ps_outcome *o,
+				const struct ps_policy *p)
+{
+	const char *fn = exc_str(rep, "filename");
+
+	if (!fn || fn[0] != '/' || path_under(fn, o->scratch))
+		return NULL;
+	for (size_t i = 0; p && i < p->write_paths.n; i++)
+		if (path_under(fn, p->write_paths.items[i]))
+			return o->held.uid ? "identity" : NULL;
+	return mode_lets_read(fn, &o->held) ? "landlock" : "identity";
+}
+
+static const char *kernel_denial_layer(const struct report *rep, const struct ps_outcome *o,
+				       const struct ps_policy *p)
+{
+	int err = exc_errno(rep);
+
+	if (err == EACCES && exc_is(rep, "PermissionError") && o->held.landlock_abi)
+		return eacces_layer(rep, o, p);
+	if (err == EROFS && (o->held.namespaces & 0x00020000 /* CLONE_NEWNS */))
+		return "namespaces";
+	return NULL;
+}
+
+static bool exc_from_kernel_denial(const struct report *rep, const struct ps_outcome *o,
+				   const struct ps_policy *p)
+{
+	return kernel_denial_layer(rep, o, p) != NULL;
 }
 
 static bool signaled(const struct ps_outcome *o, int sig)
 {
 	return o->reaped && WIFSIGNALED(o->wait_status) && WTERMSIG(o->wait_status) == sig;
+}
+
+/* The kernel killed the worker for a denied syscall: SIGSYS, with a filter loaded (held,
+ * reported before the snippet ran). The worker ignores every SIGSYS but the filter's own
+ * (seccomp.c), so a snippet raising SIGSYS never gets here; without a filter it is just a
+ * signal. */
+static bool seccomp_death(const struct ps_outcome *o)
+{
+	return signaled(o, SIGSYS) && o->have_held && o->held.seccomp != 0;
 }
 
 static uint64_t cpu_ms(const struct ps_outcome *o)
@@ -222,6 +309,10 @@ static bool memory_exhausted(const struct ps_outcome *o, const struct report *re
 
 	if (rep->memory_error || exc_is(rep, "MemoryError") || o->cgroup_oom_kills)
 		return true;
+	/* An allocation the kernel refused under RLIMIT_AS surfaces as OSError(ENOMEM) from
+	 * mmap or a C library call, not as MemoryError. */
+	if (mem_limit && exc_errno(rep) == ENOMEM)
+		return true;
 	/* CPython failing an allocation deep inside (a frame for a runaway recursion) may raise
 	 * SystemError instead of MemoryError: count it when the run was at its memory limit. */
 	if (exc_is(rep, "SystemError") && mem_limit &&
@@ -236,8 +327,8 @@ static bool memory_exhausted(const struct ps_outcome *o, const struct report *re
 	return false;
 }
 
-static enum ps_status classify(const struct ps_run *r, const struct ps_outcome *o,
-			       const struct report *rep)
+static enum ps_status classify(const struct ps_policy *p, const struct ps_run *r,
+			       const struct ps_outcome *o, const struct report *rep)
 {
 	uint64_t cpu_cap = (r->limits.cpu_ms + 999) / 1000 * 1000;
 
@@ -247,15 +338,19 @@ static enum ps_status classify(const struct ps_run *r, const struct ps_outcome *
 		return PS_STATUS_TIMEOUT;
 	if (o->output_capped || o->report_capped)
 		return PS_STATUS_OUTPUT_LIMIT;
-	if (signaled(o, SIGSYS))
+	if (seccomp_death(o))
 		return PS_STATUS_DENIED;
-	/* RLIMIT_CPU's hard limit is a SIGKILL from the kernel; rusage may read a little under
-	 * the cap (tick accounting), and nobody else killed it (we flag our own kills). */
-	if (signaled(o, SIGXCPU) || (signaled(o, SIGKILL) && cpu_ms(o) * 10 >= cpu_cap * 9))
+	/* RLIMIT_CPU's hard limit is a SIGKILL from the kernel, decided on the tick-sampled CPU
+	 * clock, which the parent read before the reap (rusage's precise runtime reads 5-15%
+	 * under it here); nobody else killed it (we flag our own kills). Without that clock,
+	 * rusage with a margin. */
+	if (signaled(o, SIGXCPU) ||
+	    (signaled(o, SIGKILL) && (o->cpu_clock_read ? o->cpu_clock_us >= cpu_cap * 1000
+						      : cpu_ms(o) * 10 >= cpu_cap * 9)))
 		return PS_STATUS_CPU_LIMIT;
 	if (memory_exhausted(o, rep, r->limits.memory_bytes))
 		return PS_STATUS_MEMORY_LIMIT;
-	if (exc_from_sandbox(rep) || exc_from_kernel_denial(rep, o))
+	if (exc_from_sandbox(rep) || exc_from_kernel_denial(rep, o, p))
 		return PS_STATUS_DENIED;
 	if (rep->exception)
 		return PS_STATUS_EXCEPTION;
@@ -297,6 +392,9 @@ static cJSON *usage_json(const struct ps_outcome *o)
 	 * and the snippet's own run up to the worker's exit */
 	add_ms(u, "setup_ms", o->setup_us);
 	add_ms(u, "run_ms", o->run_us);
+	/* the CPU time RLIMIT_CPU counted (tick-sampled), where the parent could read it */
+	if (o->cpu_clock_read)
+		add_ms(u, "cpu_clock_ms", o->cpu_clock_us);
 	if (o->cgroup_used)
 		cJSON_AddNumberToObject(u, "memory_peak_kb", (double)(o->cgroup_memory_peak / 1024));
 	return u;
@@ -355,8 +453,8 @@ static cJSON *sandbox_json(const struct ps_outcome *o)
 }
 
 /* Copy the report's denials, keeping only well-formed entries; add the filter's own. */
-static cJSON *denials_json(const struct ps_outcome *o, const struct report *rep,
-			   enum ps_status st)
+static cJSON *denials_json(const struct ps_policy *p, const struct ps_outcome *o,
+			   const struct report *rep, enum ps_status st)
 {
 	cJSON *out = cJSON_CreateArray(), *d;
 
@@ -368,7 +466,7 @@ static cJSON *denials_json(const struct ps_outcome *o, const struct report *rep,
 		if (cJSON_IsString(layer) && cJSON_IsString(event))
 			cJSON_AddItemToArray(out, cJSON_Duplicate(d, true));
 	}
-	if (signaled(o, SIGSYS)) {
+	if (seccomp_death(o)) {
 		const char *name = o->have_syscall
 					   ? ps_syscall_name_arch(o->syscall_nr, o->syscall_arch)
 					   : NULL;
@@ -389,12 +487,18 @@ static cJSON *denials_json(const struct ps_outcome *o, const struct report *rep,
 		cJSON_AddItemToArray(out, d);
 	} else if (st == PS_STATUS_DENIED && cJSON_GetArraySize(out) == 0) {
 		const char *fn = exc_str(rep, "filename");
+		const char *layer = kernel_denial_layer(rep, o, p);
+		cJSON *line;
 
 		d = cJSON_CreateObject();
-		cJSON_AddStringToObject(d, "layer", "landlock");
+		cJSON_AddStringToObject(d, "layer", layer ? layer : "landlock");
 		cJSON_AddStringToObject(d, "event", "filesystem");
 		cJSON_AddStringToObject(d, "detail", fn ? fn : exc_str(rep, "message"));
-		cJSON_AddNullToObject(d, "line");
+		line = rep->exception ? cJSON_GetObjectItemCaseSensitive(rep->exception, "line") : NULL;
+		if (cJSON_IsNumber(line))
+			cJSON_AddNumberToObject(d, "line", line->valuedouble);
+		else
+			cJSON_AddNullToObject(d, "line");
 		cJSON_AddItemToArray(out, d);
 	}
 	return out;
@@ -452,7 +556,7 @@ char *ps_verdict_render(const struct ps_policy *p, const struct ps_run *r,
 	cJSON *v;
 
 	report_parse(o, &rep);
-	st = classify(r, o, &rep);
+	st = classify(p, r, o, &rep);
 	v = verdict_head(p, st);
 	add_exit(v, o);
 	add_bytes(v, "stdout", &o->out);
@@ -462,7 +566,7 @@ char *ps_verdict_render(const struct ps_policy *p, const struct ps_run *r,
 		cJSON_AddItemToObject(v, "exception", cJSON_Duplicate(rep.exception, true));
 	else
 		cJSON_AddNullToObject(v, "exception");
-	cJSON_AddItemToObject(v, "denials", denials_json(o, &rep, st));
+	cJSON_AddItemToObject(v, "denials", denials_json(p, o, &rep, st));
 	cJSON_AddItemToObject(v, "usage", usage_json(o));
 	add_limits(v, &r->limits);
 	cJSON_AddItemToObject(v, "sandbox", sandbox_json(o));

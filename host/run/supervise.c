@@ -11,10 +11,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "procstat.h"
 #include "util/util.h"
 #include "worker.h"
 
 enum { REPORT_MAX = 4 << 20, REAPED_WAIT_MS = 10000 };
+/* Between a worker's exit record and its exit: how often /proc is looked at again. */
+enum { EXIT_RECHECK_FIRST_US = 20, EXIT_RECHECK_MAX_US = 5000 };
 
 #ifndef PIDFD_SIGNAL_PROCESS_GROUP
 #define PIDFD_SIGNAL_PROCESS_GROUP (1UL << 2)
@@ -33,6 +36,7 @@ struct sv {
 	bool killed;
 	bool exit_said;		/* a valid PS_REC_EXIT came */
 	struct ps_status_rec exit_rec;
+	uint64_t recheck_us;	/* the next wait before looking at /proc again */
 };
 
 /* The worker leads its own process group (setsid in phase_lifecycle). A zygote's worker
@@ -137,10 +141,12 @@ static void take_record(struct sv *s, const struct ps_status_rec *rec)
 
 	/* A zygote's worker ending normally (worker.c, child_report_exit): it counts only behind
 	 * the run's token, which the snippet never sees, and only if we have not killed it. */
-	if (o->have_held && rec->kind == PS_REC_EXIT && s->f->early_exit && !s->killed &&
-	    o->report_token[0] && !strncmp(rec->msg, o->report_token, sizeof(rec->msg))) {
+	if (o->have_held && rec->kind == PS_REC_EXIT && s->f->early_exit && s->f->procstat >= 0 &&
+	    o->held.seccomp && !s->killed && !s->exit_said && o->report_token[0] &&
+	    !strncmp(rec->msg, o->report_token, sizeof(rec->msg))) {
 		s->exit_said = true;
 		s->exit_rec = *rec;
+		s->recheck_us = EXIT_RECHECK_FIRST_US;
 		if (!o->run_us)
 			o->run_us = ps_now_us() - s->start_us - o->setup_us;
 		return;
@@ -155,6 +161,8 @@ static void take_record(struct sv *s, const struct ps_status_rec *rec)
 		o->setup_us = ps_now_us() - s->start_us;
 		o->have_held = true;
 		o->held = rec->held;
+		memcpy(o->scratch, rec->msg, sizeof(o->scratch));
+		o->scratch[sizeof(o->scratch) - 1] = '\0';
 		break;
 	case PS_REC_PHASE_FAIL:
 		o->phase_failed = true;
@@ -179,10 +187,30 @@ static bool read_status(struct sv *s, int fd)
 
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return true;
-	if (n != (ssize_t)sizeof(rec))
+	if (n <= 0)
 		return false;
-	take_record(s, &rec);
+	/* One packet (worker_spawn.c: O_DIRECT): a record is one whole write; anything else is
+	 * the snippet's, skipped without ending the channel. */
+	if (n == (ssize_t)sizeof(rec))
+		take_record(s, &rec);
 	return true;
+}
+
+/* The worker said it is exiting: is it? 1 when /proc shows it in its own exit (nothing of it
+ * can run again, so the record's exit is the one the kernel will report); 0 not yet (look
+ * again, or wait for the pidfd); -1 never: it is dying of a signal, or cannot be looked at.
+ * Only the snippet could have written the record then (it holds the token), and the kernel's
+ * word decides. */
+static int exit_confirmed(struct sv *s)
+{
+	struct ps_procstat st;
+	int ret = ps_procstat_read(s->f->procstat, &st);
+
+	if (ret == -ESRCH)
+		return 0;	/* reaped already: the pidfd says so next */
+	if (ret < 0 || ps_procstat_signaled(&st))
+		return -1;
+	return ps_procstat_exiting_by_itself(&st) ? 1 : 0;
 }
 
 static bool write_stdin(struct sv *s, int fd)
@@ -216,6 +244,8 @@ static bool read_reaped(int fd, struct ps_outcome *o)
 	}
 	o->wait_status = m.wait_status;
 	o->ru = m.ru;
+	o->cpu_clock_read = m.cpu_clock_read;
+	o->cpu_clock_us = m.cpu_clock_us;
 	if (m.cgroup_used) {
 		o->cgroup_used = true;
 		o->held.cgroup = 1;
@@ -227,13 +257,29 @@ static bool read_reaped(int fd, struct ps_outcome *o)
 
 enum { FD_OUT, FD_ERR, FD_STATUS, FD_REPORT, FD_IN, FD_PID, FD_COUNT };
 
-static int poll_timeout(uint64_t deadline)
+static int poll_us(struct pollfd *p, nfds_t n, uint64_t us)
 {
-	uint64_t now = ps_now_us();
+	struct timespec ts = { .tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000 };
 
-	if (now >= deadline)
+	return ppoll(p, n, &ts, NULL);
+}
+
+/* How long to wait in poll: to the deadline; while a worker that said it is exiting is not
+ * seen exiting yet, a short and growing interval (it is usually a few microseconds away from
+ * exit_group; a forged record must not make us spin until the deadline). */
+static uint64_t wait_us(struct sv *s, uint64_t deadline, bool exited, bool recheck)
+{
+	uint64_t now = ps_now_us(), t;
+
+	if (exited)
 		return 0;
-	return (int)((deadline - now + 999) / 1000);
+	t = s->killed ? 50000 : now >= deadline ? 0 : deadline - now;
+	if (recheck && t > s->recheck_us) {
+		t = s->recheck_us;
+		s->recheck_us = s->recheck_us * 2 > EXIT_RECHECK_MAX_US ? EXIT_RECHECK_MAX_US
+									: s->recheck_us * 2;
+	}
+	return t;
 }
 
 void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_run *r,
@@ -267,15 +313,30 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 				 abbrev ? abbrev : "?");
 			kill_all(&s);
 		}
+		bool recheck = false;
+
+		/* After its exit record the status channel stays open (the seccomp handler's
+		 * record may still come, should the exit not be confirmed) but is not waited for. */
 		open_fds = 0;
 		for (int i = FD_OUT; i <= FD_REPORT; i++)
-			open_fds += p[i].fd >= 0;
+			open_fds += p[i].fd >= 0 && !(i == FD_STATUS && s.exit_said);
 		/* Done when the worker is gone and its channels drained; or when every channel
-		 * closed and there is no pidfd to watch. */
-		if (open_fds == 0 && (exited || p[FD_PID].fd < 0 || s.exit_said))
-			break;
-		int t = s.killed ? 50 : poll_timeout(deadline);
-		int n = poll(p, FD_COUNT, exited ? 0 : t);
+		 * closed and there is no pidfd to watch; or when it said it is exiting and the
+		 * kernel shows it is. */
+		if (open_fds == 0) {
+			if (exited || p[FD_PID].fd < 0)
+				break;
+			if (s.exit_said) {
+				int c = exit_confirmed(&s);
+
+				if (c > 0)
+					break;
+				if (c < 0)
+					s.exit_said = false;	/* wait for the kernel's word */
+				recheck = s.exit_said;
+			}
+		}
+		int n = poll_us(p, FD_COUNT, wait_us(&s, deadline, exited, recheck));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -285,7 +346,7 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 				kill_all(&s);
 				break;
 			}
-			if (!s.killed) {
+			if (!s.killed && ps_now_us() >= deadline) {
 				o->timed_out = true;
 				kill_all(&s);
 			}
@@ -336,6 +397,12 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 	} else if (s.remote) {
 		o->reaped = read_reaped(f->life, o);
 	} else {
+		siginfo_t si;
+
+		/* Exited but not reaped yet: the clock RLIMIT_CPU counted can still be read. */
+		while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+			;
+		o->cpu_clock_read = ps_proc_cpu_clock_us(pid, &o->cpu_clock_us) == 0;
 		while (wait4(pid, &o->wait_status, 0, &o->ru) < 0) {
 			if (errno != EINTR)
 				break;

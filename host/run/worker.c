@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "procstat.h"
 #include "sandbox/cgroup.h"
 #include "python/interp.h"
 #include "util/util.h"
@@ -51,7 +52,16 @@ static int phase_lifecycle(struct ps_child *c)
 	}
 	if (c->w->init_in_child) {
 		char err[sizeof(c->e.msg)];
+		int ret;
 
+		/* A one-shot run is a fork of `pysnip exec`: its stack still holds the caller's
+		 * environment and arguments (tokens, paths). Overwritten, not just unlinked:
+		 * native code can read its own stack. (A zygote did this once for its workers.) */
+		if ((ret = ps_procstat_scrub_self(true)) < 0) {
+			ps_child_err_set(&c->e, -ret, "scrubbing the environment (/proc/self/stat): %s",
+					 ps_errstr(-ret));
+			return -1;
+		}
 		if (ps_interp_init(c->w->init_in_child, err, sizeof(err)) < 0) {
 			ps_child_err_set(&c->e, EINVAL, "%s", err);
 			return -1;
@@ -64,6 +74,9 @@ static int phase_lifecycle(struct ps_child *c)
 			return -1;
 		}
 	}
+	/* Before anything uses the identity (the scratch tmpfs's owner, the uid drop). */
+	if (ps_identity_bind_pid(&c->id, &c->e) < 0)
+		return -1;
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
 		ps_child_err_set(&c->e, errno, "prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
 		return -1;
@@ -116,6 +129,16 @@ static int phase_stdio(struct ps_child *c)
 	return 0;
 }
 
+/* The rest of the host's tree read-only (Landlock can't stop chmod, chown or utimes) and
+ * a /proc of the workers' own PID namespace. */
+static int seal_view(struct ps_child *c, bool scratch_mounted)
+{
+	const struct ps_strlist *wp = &c->w->policy->write_paths;
+
+	return ps_ns_seal_view(c->scratch, scratch_mounted, (const char *const *)wp->items, wp->n,
+			       (c->w->ns_static & CLONE_NEWPID) != 0, &c->e);
+}
+
 /* The scratch directory becomes a size-capped tmpfs and the cwd. Needs mount privileges,
  * so it comes before the identity drop. A zygote's shared scratch path (ps_worker.
  * shared_scratch) is only a mountpoint: there the tmpfs is never optional. */
@@ -134,11 +157,25 @@ static int phase_scratch(struct ps_child *c)
 			if (layer_failed(c, PS_LAYER_NAMESPACES) < 0)
 				return -1;
 		}
-		if (ps_worker_mounts_scratch(c->w) &&
-		    ps_ns_mount_scratch(c->scratch, c->limits->scratch_bytes, uid, gid, &c->held,
-					&c->e) < 0 &&
-		    (shared || layer_failed(c, PS_LAYER_NAMESPACES) < 0))
+		bool mounted = ps_worker_mounts_scratch(c->w);
+
+		if (mounted && ps_ns_mount_scratch(c->scratch, c->limits->scratch_bytes, uid, gid,
+						   &c->held, &c->e) < 0) {
+			mounted = false;
+			if (shared || layer_failed(c, PS_LAYER_NAMESPACES) < 0)
+				return -1;
+		}
+		if ((ps_ns_fork_flags() & CLONE_NEWNS) && seal_view(c, mounted) < 0 &&
+		    layer_failed(c, PS_LAYER_NAMESPACES) < 0)
 			return -1;
+	}
+	/* A directory, not a tmpfs of our own: it must be our uid's (a per-process uid was not
+	 * known to the parent that made it). */
+	if (!c->held.scratch_capped && c->id.drop_uid && !shared &&
+	    chown(c->scratch, c->id.uid, c->id.gid) < 0) {
+		ps_child_err_set(&c->e, errno, "chown(%s, %u): %s", c->scratch, (unsigned)c->id.uid,
+				 strerror(errno));
+		return -1;
 	}
 	if (chdir(c->scratch) < 0) {
 		ps_child_err_set(&c->e, errno, "chdir(%s): %s", c->scratch, strerror(errno));
@@ -297,13 +334,19 @@ static void child_report(struct ps_child *c, uint32_t kind, int phase)
 	rec.err = c->e.err;
 	rec.held = c->held;
 	memcpy(rec.msg, c->e.msg, sizeof(rec.msg));
+	/* Every phase held: say where scratch is, so that the verdict can tell the snippet's
+	 * own files from what a layer refused (result.c). Empty if it does not fit. */
+	if (kind == PS_REC_HELD && strlen(c->scratch) < sizeof(rec.msg))
+		snprintf(rec.msg, sizeof(rec.msg), "%s", c->scratch);
 	(void)ps_write_all(c->status, &rec, sizeof(rec));
 }
 
 /* A zygote's worker says how it ends before it does, once its report is written: the exit
  * code and its usage, behind the run's token, with its output and channels closed. The front
  * can answer then instead of waiting for the kernel to tear the worker's address space down
- * (about a millisecond). The kernel's word (wait4) still decides every other ending. */
+ * (about a millisecond), but only once /proc shows this process in its own exit (supervise.c):
+ * the snippet can forge this record, not that. So _exit follows the write at once. The
+ * kernel's word (wait4) still decides every other ending. */
 static void child_report_exit(struct ps_child *c, int rc)
 {
 	struct ps_status_rec rec;
@@ -322,7 +365,6 @@ static void child_report_exit(struct ps_child *c, int rc)
 	rec.maxrss_kb = ru.ru_maxrss;
 	snprintf(rec.msg, sizeof(rec.msg), "%s", c->token);
 	(void)ps_write_all(c->status, &rec, sizeof(rec));
-	close(c->status);
 }
 
 void ps_worker_child_main(struct ps_child *c)

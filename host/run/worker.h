@@ -74,6 +74,7 @@ struct ps_outcome {
 	struct ps_capture out, err, report;
 	bool have_held;
 	struct ps_held held;
+	char scratch[200];		/* the run's scratch as the worker saw it (its HELD record) */
 	bool phase_failed;
 	char phase_name[32];
 	int phase_err;
@@ -85,6 +86,8 @@ struct ps_outcome {
 	char report_token[40];		/* the run's secret: a report counts only behind it */
 	bool self_exit;			/* ended by the worker's own exit record (serve) */
 	pid_t pid;			/* the worker's, as its parent saw it (learn's log mode) */
+	bool cpu_clock_read;		/* cpu_clock_us below was read */
+	uint64_t cpu_clock_us;		/* RLIMIT_CPU's clock at the exit (ps_proc_cpu_clock_us) */
 	bool cgroup_used;		/* the run had its own cgroup: the two below are real */
 	uint64_t cgroup_memory_peak;	/* bytes */
 	uint64_t cgroup_oom_kills;
@@ -136,9 +139,13 @@ struct ps_supervise_fds {
 	int life;
 	const char *feed;			/* written to in, then in is closed */
 	size_t feed_len;
-	/* a zygote's worker without a per-run cgroup: its PS_REC_EXIT (behind the token) ends
-	 * the run once its channels are closed, without waiting for the exit to complete */
+	/* A zygote's worker without a per-run cgroup, which cannot have a second thread: its
+	 * PS_REC_EXIT (behind the token) ends the run once its channels are closed and
+	 * /proc/PID/stat (procstat, opened while it was alive) shows it in its own exit, not a
+	 * signal's: nothing of it can run again, so no kernel death can follow the record. The
+	 * answer need not wait for the exit to complete. */
 	bool early_exit;
+	int procstat;				/* -1: none, the record is never enough */
 };
 
 #define PS_REAPED_MAGIC 0x64707270u	/* "prpd" */
@@ -149,6 +156,8 @@ struct ps_reaped {
 	uint8_t cgroup_used;
 	uint64_t cgroup_memory_peak;
 	uint64_t cgroup_oom_kills;
+	uint8_t cpu_clock_read;
+	uint64_t cpu_clock_us;		/* RLIMIT_CPU's clock before the reap, if read */
 };
 
 /* start_us: when the run's wall clock starts (the fork, or the request for a worker forked

@@ -39,6 +39,11 @@ static int prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t laye
 	snprintf(w->tmp_base, sizeof(w->tmp_base), "%s",
 		 ps_scratch_base(!(layers_off & (1u << PS_LAYER_NAMESPACES))));
 
+	/* As root a per-process uid range is used: it must be nobody else's (checked each time:
+	 * accounts come and go). */
+	if (!(layers_off & (1u << PS_LAYER_IDENTITY)) && getuid() == 0 &&
+	    ps_identity_check_range(p, err, errlen) < 0)
+		goto fail;
 	if (!(layers_off & (1u << PS_LAYER_SECCOMP))) {
 		if (!build_filter)
 			w->filter_deferred = true;
@@ -152,8 +157,9 @@ static int make_scratch(const struct ps_worker *w, const struct ps_identity *id,
 	snprintf(path, len, "%s/pysnip-run-XXXXXX", w->tmp_base);
 	if (!mkdtemp(path))
 		return -errno;
-	/* The worker's uid must own its cwd; nobody else may look in. */
-	if (id->drop_uid && chown(path, id->uid, id->gid) < 0) {
+	/* The worker's uid must own its cwd; nobody else may look in. A per-process uid is
+	 * known only to the worker (phase_scratch chowns it then). */
+	if (id->drop_uid && !id->per_process && chown(path, id->uid, id->gid) < 0) {
 		int e = errno;
 
 		rmdir(path);
@@ -207,7 +213,8 @@ int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const 
 	memset(o, 0, sizeof(*o));
 	memset(p, 0, sizeof(*p));
 	p->pid = -1;
-	p->f = (struct ps_supervise_fds){ -1, -1, -1, -1, -1, -1, -1, NULL, 0, false };
+	p->f = (struct ps_supervise_fds){ .out = -1, .err = -1, .status = -1, .report = -1,
+					  .in = -1, .pidfd = -1, .life = -1, .procstat = -1 };
 	p->cg.dir_fd = -1;
 	memset(&c, 0, sizeof(c));
 	c.w = w;
@@ -236,8 +243,11 @@ int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const 
 		return ret;
 	}
 	c.scratch = w->shared_scratch[0] ? w->shared_scratch : p->scratch;
+	/* The status pipe in packet mode (O_DIRECT): each write is read as one packet, so what
+	 * the snippet writes to fd 3 (a short record, junk) can neither shift the framing of
+	 * the records after it (the seccomp handler's) nor end the channel. */
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    pipe2(status, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0) {
+	    pipe2(status, O_CLOEXEC | O_DIRECT) < 0 || pipe2(report, O_CLOEXEC) < 0) {
 		ret = -errno;
 		snprintf(o->host_error, sizeof(o->host_error), "pipe2(): %s", strerror(errno));
 		goto fail;

@@ -9,6 +9,10 @@
 #include <cap-ng.h>
 #include <errno.h>
 #include <grp.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <linux/securebits.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -31,8 +35,106 @@ void ps_identity_plan(const struct ps_policy *p, unsigned worker_slot, struct ps
 	uid_t ruid, euid, suid;
 
 	out->drop_uid = getresuid(&ruid, &euid, &suid) == 0 && ruid == 0 && euid == 0;
-	out->uid = (uid_t)p->uid + (p->uid_count > 1 ? worker_slot % p->uid_count : 0);
+	out->per_process = p->uid_per_process;
+	out->uid = (uid_t)p->uid;
+	if (!p->uid_per_process && p->uid_count > 1)
+		out->uid += worker_slot % p->uid_count;
 	out->gid = (gid_t)p->gid;
+}
+
+int ps_identity_bind_pid(struct ps_identity *id, struct ps_child_err *e)
+{
+	char buf[32], *end;
+	ssize_t n;
+	unsigned long pid;
+
+	if (!id->per_process || !id->drop_uid)
+		return 0;
+	/* Not getpid(): a worker may sit in a PID namespace, where pids repeat across zygotes
+	 * and servers. The host's procfs names it by its pid there. */
+	n = readlink("/proc/self", buf, sizeof(buf) - 1);
+	if (n <= 0) {
+		ps_child_err_set(e, n < 0 ? errno : EIO, "readlink(/proc/self): %s",
+				 ps_errstr(n < 0 ? errno : EIO));
+		return -1;
+	}
+	buf[n] = '\0';
+	pid = strtoul(buf, &end, 10);
+	if (*end || pid == 0 || pid >= PS_UID_PER_PROCESS_SPAN) {
+		ps_child_err_set(e, ERANGE, "readlink(/proc/self) = '%s': not a pid below %u", buf,
+				 PS_UID_PER_PROCESS_SPAN);
+		return -1;
+	}
+	id->uid += (uid_t)pid;
+	id->gid += (gid_t)pid;
+	id->per_process = false;	/* bound */
+	return 0;
+}
+
+/* One id file: "name:x:ID:..." (passwd, group; field 2) or "name:START:COUNT" (subuid,
+ * subgid). The first entry that overlaps [lo, hi], or 0 with none (a missing file has none). */
+static int first_overlap(const char *path, bool range, uint64_t lo, uint64_t hi, char *entry,
+			 size_t len)
+{
+	FILE *f = fopen(path, "re");
+	char line[1024];
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *save = NULL, *name = strtok_r(line, ":\n", &save);
+		char *a = name ? strtok_r(NULL, ":\n", &save) : NULL;
+		uint64_t start, count = 1;
+
+		if (!a)
+			continue;
+		if (!range && !(a = strtok_r(NULL, ":\n", &save)))
+			continue;
+		start = strtoull(a, NULL, 10);
+		if (range) {
+			char *c = strtok_r(NULL, ":\n", &save);
+
+			count = c ? strtoull(c, NULL, 10) : 0;
+		}
+		if (count && start <= hi && start + count - 1 >= lo) {
+			if (range)
+				snprintf(entry, len, "'%s' (%" PRIu64 "+%" PRIu64 ")", name, start,
+					 count);
+			else
+				snprintf(entry, len, "'%s' (%" PRIu64 ")", name, start);
+			found = 1;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+int ps_identity_check_range(const struct ps_policy *p, char *err, size_t errlen)
+{
+	static const struct {
+		const char *path;
+		bool range, gid;
+	} files[] = {
+		{ "/etc/passwd", false, false }, { "/etc/subuid", true, false },
+		{ "/etc/group", false, true },	 { "/etc/subgid", true, true },
+	};
+	char entry[256];
+
+	if (!p->uid_per_process)
+		return 0;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		uint64_t lo = files[i].gid ? p->gid : p->uid, hi = lo + p->uid_count - 1;
+
+		if (first_overlap(files[i].path, files[i].range, lo, hi, entry, sizeof(entry))) {
+			snprintf(err, errlen, "policy %s: field identity.uid_count: \"per-process\" "
+				 "%ss %" PRIu64 "..%" PRIu64 " are not free: %s in %s uses them",
+				 p->name ? p->name : "?", files[i].gid ? "gid" : "uid", lo, hi, entry,
+				 files[i].path);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 static bool have_cap(int cap)

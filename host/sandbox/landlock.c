@@ -161,6 +161,27 @@ static int push_rule(struct ps_landlock *ll, const char *path, uint64_t access, 
 	return 0;
 }
 
+/* Test knob: PYSNIP_LANDLOCK_MAX_ABI=N negotiates as if the kernel stopped at ABI N (2 is
+ * Debian 12's 6.1), so the layer tests also see what an older kernel leaves to the other
+ * layers. It can only lower the ABI. Read here, in the parent, before any worker exists. */
+static int cap_abi(int abi, char *err, size_t errlen)
+{
+	const char *s = getenv("PYSNIP_LANDLOCK_MAX_ABI");
+	char *end;
+	long max;
+
+	if (!s || !*s)
+		return abi;
+	errno = 0;
+	max = strtol(s, &end, 10);
+	if (errno || *end || max < 1) {
+		snprintf(err, errlen, "PYSNIP_LANDLOCK_MAX_ABI=%s: want a Landlock ABI number, 1 or more",
+			 s);
+		return -1;
+	}
+	return max < abi ? (int)max : abi;
+}
+
 int ps_landlock_prepare(const struct ps_policy *p, const char *const *ro_paths, size_t n_ro,
 			struct ps_landlock **out, char *err, size_t errlen)
 {
@@ -174,6 +195,9 @@ int ps_landlock_prepare(const struct ps_policy *p, const char *const *ro_paths, 
 			 "(landlock_create_ruleset: %s)", strerror(errno));
 		return -1;
 	}
+	abi = cap_abi(abi, err, errlen);
+	if (abi < 0)
+		return -1;
 	ll = calloc(1, sizeof(*ll) + cap * sizeof(ll->rules[0]));
 	if (!ll) {
 		snprintf(err, errlen, "landlock: out of memory");

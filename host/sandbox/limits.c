@@ -55,25 +55,28 @@ static const struct rlimit_row {
 	{ RLIMIT_RTPRIO, "RLIMIT_RTPRIO", ZERO, false, false },
 };
 
-/* The row's value, or false when the policy leaves it unlimited (0 means "no limit"). */
+/* The row's value, or false where the row does not apply. A value is what the kernel gets,
+ * 0 included: 0 is the tightest limit everywhere (file_size 0: not one byte), never "no
+ * limit", so that a request that lowers a limit to 0 can only ever tighten it. The schema
+ * keeps the others at 1 or more. */
 static bool row_value(const struct rlimit_row *row, const struct ps_limits *l, rlim_t *v)
 {
 	switch (row->src) {
 	case FROM_CPU:
 		*v = (rlim_t)((l->cpu_ms + 999) / 1000);
-		return l->cpu_ms != 0;
+		return true;
 	case FROM_MEMORY:
 		*v = (rlim_t)l->memory_bytes;
-		return PS_MEMORY_RLIMITS && l->memory_bytes != 0;
+		return PS_MEMORY_RLIMITS;
 	case FROM_FILE_SIZE:
 		*v = (rlim_t)l->file_size_bytes;
-		return l->file_size_bytes != 0;
+		return true;
 	case FROM_OPEN_FILES:
 		*v = (rlim_t)l->open_files;
-		return l->open_files != 0;
+		return true;
 	case FROM_PROCESSES:
 		*v = (rlim_t)l->processes;
-		return l->processes != 0;
+		return true;
 	case ZERO:
 		*v = 0;
 		return true;

@@ -9,7 +9,7 @@
  *    ignores: abort() and kill(getpid()) would not behave as on any Linux), they see and
  *    signal nothing outside, and the holder reaps what they orphan.
  *  - a per-run mount namespace given to each worker at birth by ps_ns_fork, so it can mount
- *    its scratch tmpfs privately.
+ *    its scratch tmpfs privately (what it mounts there: mounts.c).
  * As root this needs nothing more; not root, it needs unprivileged user namespaces. */
 #include <errno.h>
 #include <fcntl.h>
@@ -344,55 +344,4 @@ pid_t ps_ns_fork_into(unsigned long extra_flags, int cgroup_fd)
 	if (pid == 0)
 		forked_ns = (uint32_t)(flags & PER_RUN_NS);
 	return (pid_t)pid;
-}
-
-bool ps_ns_probe_scratch_mount(const char *dir)
-{
-	pid_t pid = fork();
-	int status;
-
-	if (pid == 0) {
-		struct ps_held held = { 0 };
-		struct ps_child_err e;
-
-		_exit(ps_ns_mount_scratch(dir, 4096, getuid(), getgid(), &held, &e) == 0 ? 0 : 1);
-	}
-	if (pid < 0)
-		return false;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return false;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-/* Child: scratch becomes a tmpfs of at most `bytes`, mode 0700, owned by uid:gid (the run's
- * identity). Mounted in a mount namespace of our own, made private first so the mount never
- * shows on the host. */
-int ps_ns_mount_scratch(const char *scratch, uint64_t bytes, uid_t uid, gid_t gid,
-			struct ps_held *held, struct ps_child_err *e)
-{
-	char opts[128];
-	int n;
-
-	if (!(forked_ns & CLONE_NEWNS) && unshare(CLONE_NEWNS) < 0) {
-		ps_child_err_set(e, errno, "unshare(CLONE_NEWNS): %s", ps_errstr(errno));
-		return -1;
-	}
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		ps_child_err_set(e, errno, "mount(/, MS_REC|MS_PRIVATE): %s", ps_errstr(errno));
-		return -1;
-	}
-	/* The inode cap keeps a flood of empty files from costing kernel memory unbounded. */
-	n = ps_fmt(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u,nr_inodes=%llu", (unsigned)uid,
-		   (unsigned)gid, (unsigned long long)(bytes ? bytes / 4096 + 1024 : 65536));
-	if (bytes)
-		ps_fmt(opts + n, sizeof(opts) - (size_t)n, ",size=%llu", (unsigned long long)bytes);
-	if (mount("pysnip-scratch", scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0) {
-		ps_child_err_set(e, errno, "mount(tmpfs on %s, %s): %s", scratch, opts,
-				 ps_errstr(errno));
-		return -1;
-	}
-	held->namespaces |= forked_ns | CLONE_NEWNS;
-	held->scratch_capped = bytes != 0;
-	return 0;
 }

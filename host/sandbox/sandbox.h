@@ -69,10 +69,18 @@ int ps_limits_apply(const struct ps_limits *l, bool private_uid, enum ps_limits_
 /* --- identity.c (libcap-ng) --- */
 struct ps_identity {
 	bool drop_uid;		/* started as real root: switch to uid/gid */
+	bool per_process;	/* uid/gid are bases: the worker adds its pid (ps_identity_bind_pid) */
 	uid_t uid;
 	gid_t gid;
 };
 void ps_identity_plan(const struct ps_policy *p, unsigned worker_slot, struct ps_identity *out);
+/* Child, first thing: a per-process identity becomes uid + P, gid + P, P our pid as the host's
+ * /proc names it (a pid names one live process, so no live worker shares the uid). */
+int ps_identity_bind_pid(struct ps_identity *id, struct ps_child_err *e);
+/* Parent: a per-process range must belong to nobody: no account or group (/etc/passwd,
+ * /etc/group) and no subordinate range (/etc/subuid, /etc/subgid) may fall in it. 0, or -1
+ * with err naming the file and the entry. */
+int ps_identity_check_range(const struct ps_policy *p, char *err, size_t errlen);
 int ps_identity_apply(const struct ps_identity *id, struct ps_held *held, struct ps_child_err *e);
 /* A parent that forks many workers (a zygote): empty the bounding set once, so that a
  * worker's identity phase finds nothing left to drop there. Nothing changes for the parent,
@@ -175,11 +183,18 @@ void ps_ns_release(void);
 pid_t ps_ns_fork(unsigned long extra_flags);
 /* In the child: the CLONE_NEW* bits ps_ns_fork really gave it (0 after the fallback). */
 uint32_t ps_ns_fork_flags(void);
+/* --- mounts.c: the worker's mount namespace --- */
 /* Parent: can a child mount a tmpfs on dir in a mount namespace of its own? Tried once, in
  * a throwaway child. */
 bool ps_ns_probe_scratch_mount(const char *dir);
 /* Child: size-capped tmpfs on scratch, owned by uid:gid (needs a mount namespace). */
 int ps_ns_mount_scratch(const char *scratch, uint64_t bytes, uid_t uid, gid_t gid,
 			struct ps_held *held, struct ps_child_err *e);
+/* Child, in its mount namespace, after the scratch mount: every mount of the host's tree
+ * read-only but scratch and the rw paths (no write, chmod, chown, utimes or xattr change
+ * outside them, whatever the uid: Landlock has no right for metadata), and a /proc of our
+ * own PID namespace (own_pidns) or none. scratch_mounted: scratch is its own tmpfs. */
+int ps_ns_seal_view(const char *scratch, bool scratch_mounted, const char *const *rw, size_t n_rw,
+		    bool own_pidns, struct ps_child_err *e);
 
 #endif

@@ -10,6 +10,7 @@
  * Default action "kill": SECCOMP_RET_TRAP and a SIGSYS handler that writes the trapped
  * syscall to the status pipe and then dies by the filter (see sigsys_handler). */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -33,6 +34,11 @@
 #include "sandbox.h"
 #include "syscall_groups.h"
 #include "util/util.h"
+
+/* si_code of a seccomp trap's SIGSYS (asm-generic/siginfo.h, which clashes with glibc's). */
+#ifndef SYS_SECCOMP
+#define SYS_SECCOMP 1
+#endif
 
 struct ps_filter {
 	struct sock_filter *insns;
@@ -88,6 +94,18 @@ static const unsigned long ioctl_allowed[] = {
 	TCGETS, TIOCGWINSZ, FIONREAD, FIOCLEX, FIONCLEX, FIONBIO,
 };
 
+/* fcntl commands a snippet may use: descriptor flags, duplication, record locks, pipe size,
+ * seals. Not F_SETOWN, F_SETOWN_EX or F_SETSIG: with O_ASYNC they make the kernel send any
+ * signal (SIGKILL included) to any pid, checked only against the uid, not against Landlock
+ * before ABI 6 nor the prefix's self-only rule; every worker of a zygote shares a PID
+ * namespace and a uid. Nor leases and dnotify (F_SETLEASE, F_NOTIFY), which signal too and
+ * can hold up the host's own opens. */
+static const unsigned fcntl_allowed[] = {
+	F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_GETLK, F_SETLK, F_SETLKW, F_GETOWN,
+	F_GETSIG, F_GETOWN_EX, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_DUPFD_CLOEXEC,
+	F_SETPIPE_SZ, F_GETPIPE_SZ, F_ADD_SEALS, F_GET_SEALS,
+};
+
 /* Namespace flags a thread must not carry (CLONE_NEWTIME shares its bit with CSIGNAL). */
 #define CLONE_NS_FLAGS (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | \
 			CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
@@ -96,15 +114,17 @@ static const unsigned long ioctl_allowed[] = {
  * "seccomp.allow" would lift the check, so that is an error; a profile's allow of one is
  * narrowed to the check (the reason is what check-policy says). */
 static const char *const arg_checked[] = {
-	"clone", "ioctl", "kill", "prlimit64", "rt_sigaction", "tgkill", NULL,
+	"clone", "fcntl", "ioctl", "kill", "prlimit64", "rt_sigaction", "tgkill", NULL,
 };
 static const char *const arg_checked_why[] = {
 	"narrowed to threads (CLONE_THREAD, no namespace flag), only with seccomp.threads",
+	"narrowed to descriptor flags, duplication, locks, pipe size and seals (never F_SETOWN, "
+	"F_SETOWN_EX, F_SETSIG, F_SETLEASE, F_NOTIFY)",
 	"narrowed to TCGETS, TIOCGWINSZ, FIONREAD, FIOCLEX, FIONCLEX, FIONBIO",
 	"narrowed to the worker itself", "narrowed to the worker's own limits",
 	"narrowed to handlers other than SIGSYS's", "narrowed to the worker itself",
 };
-enum { ARG_CLONE, ARG_IOCTL, ARG_KILL, ARG_PRLIMIT, ARG_SIGACTION, ARG_TGKILL, ARG_COUNT };
+enum { ARG_CLONE, ARG_FCNTL, ARG_IOCTL, ARG_KILL, ARG_PRLIMIT, ARG_SIGACTION, ARG_TGKILL, ARG_COUNT };
 #define ARG_ALL ((1u << ARG_COUNT) - 1)
 
 static uint32_t deny_action(enum ps_seccomp_action a, int errno_val)
@@ -228,6 +248,11 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct ps_policy *p, uint32_
 	for (size_t i = 0; (mask & (1u << ARG_IOCTL)) && i < PS_ARRAY_LEN(ioctl_allowed); i++) {
 		c[0] = SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)ioctl_allowed[i]);
 		if (add_rule(ctx, SCMP_ACT_ALLOW, "ioctl", 1, c, err, errlen) < 0)
+			return -1;
+	}
+	for (size_t i = 0; (mask & (1u << ARG_FCNTL)) && i < PS_ARRAY_LEN(fcntl_allowed); i++) {
+		c[0] = SCMP_A1_32(SCMP_CMP_EQ, fcntl_allowed[i]);
+		if (add_rule(ctx, SCMP_ACT_ALLOW, "fcntl", 1, c, err, errlen) < 0)
 			return -1;
 	}
 	/* Nobody may replace or remove our SIGSYS handler; looking at it is fine. */
@@ -732,6 +757,12 @@ static void sigsys_handler(int sig, siginfo_t *si, void *uctx)
 
 	(void)sig;
 	(void)uctx;
+	/* Only the kernel's trap says SYS_SECCOMP: a SIGSYS the snippet sent itself (raise,
+	 * kill or tgkill to its own pid, all allowed) says SI_TKILL or SI_USER, and forging
+	 * the code needs rt_(tg)sigqueueinfo or pidfd_send_signal, which the filter never
+	 * allows. Such a signal is no denial and must not end the run as one: ignore it. */
+	if (si->si_code != SYS_SECCOMP)
+		return;
 	__builtin_memset(&rec, 0, sizeof(rec));
 	rec.kind = PS_REC_SYSCALL;
 	rec.phase = -1;
@@ -804,18 +835,24 @@ static int load(struct sock_filter *insns, unsigned short len, uint32_t flags,
 int ps_filter_load(const struct ps_filter *f, int status_fd, struct ps_held *held,
 		   struct ps_child_err *e)
 {
-	if (f->action == PS_SECCOMP_KILL || f->trap) {
-		struct sigaction sa;
+	struct sigaction sa;
 
-		__builtin_memset(&sa, 0, sizeof(sa));
+	/* A death by SIGSYS must mean the filter's. Trap: our handler, which ignores any SIGSYS
+	 * but the kernel's. Kill-process: the kernel kills without a signal handler, and errno
+	 * never kills: a SIGSYS the snippet sends itself is ignored. The filter denies changing
+	 * this (rt_sigaction on SIGSYS may only read). A profile's SCMP_ACT_TRAP rules (f->trap)
+	 * need the handler as the kill action does. */
+	__builtin_memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	if (f->action == PS_SECCOMP_KILL || f->trap) {
 		sa.sa_sigaction = sigsys_handler;
 		sa.sa_flags = SA_SIGINFO;
 		sigfillset(&sa.sa_mask);
 		sigsys_status_fd = status_fd;
-		if (sigaction(SIGSYS, &sa, NULL) < 0) {
-			ps_child_err_set(e, errno, "sigaction(SIGSYS): %s", ps_errstr(errno));
-			return -1;
-		}
+	}
+	if (sigaction(SIGSYS, &sa, NULL) < 0) {
+		ps_child_err_set(e, errno, "sigaction(SIGSYS): %s", ps_errstr(errno));
+		return -1;
 	}
 	/* Our own copy of the program (copy-on-write from the parent, or received): its prefix
 	 * gets our pid (write_prefix). */

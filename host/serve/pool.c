@@ -13,11 +13,14 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "accept.h"
 #include "python/interp.h"
+#include "run/procstat.h"
 #include "run/result.h"
 #include "util/util.h"
 #include "run/worker.h"
@@ -48,7 +51,16 @@ void ps_zygote_init(struct ps_zygote *z, const char *policy, const char *name,
 	pthread_condattr_destroy(&ca);
 }
 
-/* The zygote's environment: ours, with TMPDIR pointing at its own scratch base, and
+/* What of our environment a zygote gets: only what pysnip itself reads (the data
+ * directories, debugging, the sanitizers' options). Every worker is a fork of the zygote, and
+ * the strings the kernel copies at exec live on its stack (it overwrites them after setup,
+ * zygote.c; this keeps a token or a path of the front's out of it in the first place). */
+static const char *const zygote_env_keep[] = {
+	"PYSNIP_POLICY_DIR=", "PYSNIP_ALLOW_DIR=", "PYSNIP_DEBUG=",
+	"ASAN_OPTIONS=", "UBSAN_OPTIONS=", "LSAN_OPTIONS=",
+};
+
+/* The zygote's environment: the above, TMPDIR pointing at its own scratch base, and
  * LD_BIND_NOW: the libraries' symbols are resolved once in the zygote, not on first call in
  * every worker (a dozen page faults and ~30 us each). No snippet sees it: os.environ is built
  * from an empty environment and the C one is cleared before any run (interp.c). */
@@ -64,8 +76,9 @@ static char **zygote_env(const char *tmpdir, char *tmpvar, size_t len)
 	if (!env)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "TMPDIR=", 7) && strncmp(environ[i], "LD_BIND_NOW=", 12))
-			env[k++] = environ[i];
+		for (size_t j = 0; j < PS_ARRAY_LEN(zygote_env_keep); j++)
+			if (!strncmp(environ[i], zygote_env_keep[j], strlen(zygote_env_keep[j])))
+				env[k++] = environ[i];
 	snprintf(tmpvar, len, "TMPDIR=%s", tmpdir);
 	env[k++] = tmpvar;
 	env[k++] = bind_now;
@@ -94,13 +107,17 @@ static int spawn(struct ps_zygote *z, int child_end, pid_t *pid, char *err, size
 		return -1;
 	}
 	/* The front blocks SIGTERM/SIGINT (for sigwait) and ignores SIGPIPE; both would survive
-	 * exec. The zygote starts clean. */
+	 * exec. The zygote starts clean, in a process group of its own: a signal to the
+	 * server's group (`kill -TERM -PGID`, a terminal's ^C) is meant for the front, which
+	 * drains; the zygote ends with the front (PDEATHSIG, its control socket's EOF). */
 	sigemptyset(&none);
 	sigfillset(&all);
 	posix_spawnattr_init(&at);
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setpgroup(&at, 0);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+					      POSIX_SPAWN_SETPGROUP);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, child_end, PS_ZYGOTE_CTL_FD);
 	ret = posix_spawn(pid, exe, &fa, &at, argv, env);
@@ -190,8 +207,13 @@ static void *reader_main(void *arg)
 	int r;
 
 	while ((r = recv_worker(ctl, &e)) != 0) {
-		if (r < 0)
+		if (r < 0) {
+			/* What did arrive is closed: the worker reads EOF and exits, and the zygote,
+			 * reaping a spare nobody claimed, forks another. */
+			ps_serve_log("zygote %s: a worker's descriptors did not all arrive (out of "
+				     "descriptors?); dropped, the zygote replaces it", z->name);
 			continue;
+		}
 		pthread_mutex_lock(&z->mu);
 		if (z->n_idle == z->cap_idle) {
 			size_t cap = z->cap_idle ? 2 * z->cap_idle : 16;
@@ -410,16 +432,41 @@ static void renice(const struct ps_zidle *e, int nice)
 		(void)setpriority(PRIO_PROCESS, (id_t)e->w.pid, nice);
 }
 
+/* A worker from the pool is handed a request only alive and running: not dead, not stopped
+ * (SIGSTOP from whoever could signal its uid, a tracer). Its /proc/PID/stat, opened here while
+ * it is known alive, is kept for the run (supervise.c: the exit record's check). The fd, or
+ * -1 with *ok false: the worker is no use; it is killed (the zygote reaps it and forks a
+ * replacement). */
+static int usable(const struct ps_zidle *e, bool *ok)
+{
+	struct ps_procstat st;
+	int fd = e->w.pid > 0 ? ps_procstat_open(e->w.pid, e->fd[5]) : -ESRCH;
+
+	*ok = true;
+	/* Out of descriptors is the front's state, not the worker's: it is handed out without
+	 * the check's descriptor (so without the early answer: the run ends by the reaping). */
+	if (fd == -EMFILE || fd == -ENFILE)
+		return -1;
+	if (fd >= 0 && ps_procstat_read(fd, &st) == 0 && !ps_procstat_unusable(&st))
+		return fd;
+	*ok = false;
+	if (fd >= 0)
+		close(fd);
+	(void)syscall(SYS_pidfd_send_signal, e->fd[5], SIGKILL, NULL, 0);
+	return -1;
+}
+
 /* Supervise the run on a worker from the pool, here in the request's thread. */
-static void run_on(struct ps_zygote *z, struct ps_zidle *e, const struct ps_policy *p,
+static void run_on(struct ps_zygote *z, struct ps_zidle *e, int procstat, const struct ps_policy *p,
 		   const struct ps_run *r, struct ps_outcome *o)
 {
 	struct ps_wreq q = { .magic = PS_WREQ_MAGIC, .code_len = r->code_len, .limits = r->limits };
 	struct ps_supervise_fds f = { .in = e->fd[0], .out = e->fd[1], .err = e->fd[2],
 				      .status = e->fd[3], .report = e->fd[4], .pidfd = e->fd[5],
-				      .life = e->fd[6],
-				      /* a cgroup's figures come only with the reaping */
-				      .early_exit = !p->cgroup_parent };
+				      .life = e->fd[6], .procstat = procstat,
+				      /* a cgroup's figures come only with the reaping; a second
+				       * thread could die of a signal after the first exits */
+				      .early_exit = !p->cgroup_parent && !p->threads };
 	size_t len = sizeof(q) + r->code_len + r->stdin_len;
 	char *feed = malloc(len);
 
@@ -445,9 +492,10 @@ static void run_on(struct ps_zygote *z, struct ps_zidle *e, const struct ps_poli
 	 * background work again. */
 	if (o->self_exit)
 		renice(e, 19);
-	/* ps_supervise closed the five channels; the pidfd and the life pipe are ours. */
+	/* ps_supervise closed the five channels; the pidfd, the life pipe and /proc are ours. */
 	close(e->fd[5]);
 	close(e->fd[6]);
+	close(procstat);
 	free(feed);
 	if (!o->reaped && !strstr(o->host_error, "zygote"))
 		snprintf(o->host_error, sizeof(o->host_error), "zygote %s: the worker was lost",
@@ -462,6 +510,7 @@ int ps_zygote_call(struct ps_zygote *z, const struct ps_policy *p, const struct 
 	struct ps_outcome o;
 	struct ps_zidle e;
 	bool own = needs_own_worker(p, r);
+	int procstat;
 
 	memset(a, 0, sizeof(*a));
 	a->status = -1;
@@ -470,17 +519,27 @@ int ps_zygote_call(struct ps_zygote *z, const struct ps_policy *p, const struct 
 		c.limits = r->limits;
 		c.tag = __atomic_add_fetch(&z->next_tag, 1, __ATOMIC_RELAXED);
 	}
-	if (take(z, own ? &c : NULL, deadline, &e) < 0) {
-		snprintf(a->error, sizeof(a->error), "zygote %s: no worker in %d s (zygote down?)",
-			 z->name, RESTART_WAIT_MS / 1000);
-		return -1;
+	for (;;) {
+		if (take(z, own ? &c : NULL, deadline, &e) < 0) {
+			snprintf(a->error, sizeof(a->error), "zygote %s: no worker in %d s (zygote "
+				 "down?)", z->name, RESTART_WAIT_MS / 1000);
+			return -1;
+		}
+		bool ok;
+
+		if ((procstat = usable(&e, &ok)) >= 0 || ok)
+			break;
+		/* never claimed: the zygote counts it as a spare lost, and replaces it */
+		close_idle(&e);
+		if (own)	/* ask again for the one forked for us */
+			c.tag = __atomic_add_fetch(&z->next_tag, 1, __ATOMIC_RELAXED);
 	}
 	if (!own) {
 		c.kind = PS_ZCMD_CLAIM;
 		c.serial = e.w.serial;
 		send_cmd(z, &c);
 	}
-	run_on(z, &e, p, r, &o);
+	run_on(z, &e, procstat, p, r, &o);
 	a->json = ps_verdict_render(p, r, &o, false);
 	ps_outcome_free(&o);
 	if (!a->json) {

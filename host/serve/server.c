@@ -14,10 +14,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "accept.h"
 #include "run/result.h"
 #include "util/util.h"
 
-enum { CONNECTION_TIMEOUT_S = 60 };
+enum {
+	CONNECTION_TIMEOUT_S = 60,
+	HEADER_BYTES_MAX = 32 << 10,	/* MHD's buffer for a request's headers */
+	DROP_BODY_MAX = 64 << 10,	/* a refused request's body read and dropped, up to */
+};
 
 static const double latency_buckets[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 					  0.1,	  0.25,	 0.5,	 1,	2.5,   5,     10 };
@@ -34,6 +39,7 @@ struct metrics {
 struct ps_server {
 	struct ps_server_config cfg;
 	struct MHD_Daemon *d;
+	struct ps_acceptor *acceptor;
 	pthread_mutex_t mu;	/* guards everything below */
 	pthread_cond_t cv;
 	unsigned busy, waiting, active;
@@ -50,6 +56,9 @@ struct req {
 	uint64_t start_us;
 	const char *allow;	/* the method a 405 names */
 	bool tracked;		/* counted in active until its answer is sent */
+	const struct route *route;	/* what the headers asked for, checked */
+	unsigned reject;		/* else the answer the headers got, and why */
+	char reason[160];
 	const char *url, *method;	/* for the audit log */
 	struct ps_audit_who who;	/* the audit log's request id, client, token id */
 	char id[72], client[64];
@@ -193,12 +202,23 @@ static void count_status(struct ps_server *s, int status)
 	pthread_mutex_unlock(&s->mu);
 }
 
+static char *answer_cap_error(size_t ran, size_t n)
+{
+	char *body = NULL;
+
+	if (asprintf(&body, "{\"error\":\"the batch's answer passed %d MiB after %zu of its %zu "
+		     "inputs (their reports); the rest were not run\",\"field\":\"stdin\"}\n",
+		     PS_SERVE_BATCH_ANSWER_MAX >> 20, ran, n) < 0)
+		return NULL;
+	return body;
+}
+
 /* Run every input; a batch's verdicts go in a JSON list. 500 when the host failed a run. */
 static char *run_job(struct ps_server *s, const struct ps_job *j, unsigned slot, unsigned *code,
 		     const struct ps_audit_who *who)
 {
 	char *out = NULL;
-	size_t len = 0;
+	size_t len = 0, answer = 0;
 	FILE *f = open_memstream(&out, &len);
 
 	if (!f)
@@ -214,8 +234,17 @@ static char *run_job(struct ps_server *s, const struct ps_job *j, unsigned slot,
 		ps_auditlog_run(s->cfg.audit, who, j->batch ? (long)i : -1, v);
 		if (status == PS_STATUS_INTERNAL_ERROR)
 			*code = MHD_HTTP_INTERNAL_SERVER_ERROR;
+		answer += v ? strlen(v) : 4;
 		fprintf(f, "%s%s", i ? "," : "", v ? v : "null");
 		free(v);
+		/* The output was bounded before the start; what else a verdict holds (an
+		 * exception's report, up to megabytes) is counted here. */
+		if (j->batch && answer > PS_SERVE_BATCH_ANSWER_MAX && i + 1 < j->n) {
+			fclose(f);
+			free(out);
+			*code = MHD_HTTP_INTERNAL_SERVER_ERROR;
+			return answer_cap_error(i + 1, j->n);
+		}
 	}
 	fputs(j->batch ? "]\n" : "\n", f);
 	if (fclose(f)) {
@@ -350,54 +379,109 @@ static const struct route {
 };
 
 /* The token check reads every byte of the expected token whatever the input, so its time
- * does not depend on where the first difference is. */
-static bool token_ok(const struct ps_server *s, const char *auth)
+ * does not depend on where the first difference is. The header is taken with its length: a
+ * NUL in it must not end the comparison early ("Bearer tok\0junk" is not "Bearer tok"). */
+static bool token_ok(const struct ps_server *s, const char *auth, size_t len)
 {
 	const char *want = s->cfg.token;
 	size_t wl = strlen(want), gl;
 	volatile unsigned char diff = 0;
 
-	if (!auth || strncmp(auth, "Bearer ", 7))
+	if (!auth || len < 7 || memcmp(auth, "Bearer ", 7))
 		return false;
 	auth += 7;
-	gl = strlen(auth);
+	gl = len - 7;
 	diff |= (unsigned char)(gl != wl);
 	for (size_t i = 0; i < wl; i++)
 		diff |= (unsigned char)(want[i] ^ (i < gl ? auth[i] : 0));
 	return diff == 0;
 }
 
-static enum MHD_Result dispatch(struct ps_server *s, struct MHD_Connection *c, struct req *rq,
-				const char *url, const char *method)
+static bool authorization_ok(const struct ps_server *s, struct MHD_Connection *c)
+{
+	static const char key[] = MHD_HTTP_HEADER_AUTHORIZATION;
+	const char *v = NULL;
+	size_t vl = 0;
+
+	if (MHD_lookup_connection_value_n(c, MHD_HEADER_KIND, key, sizeof(key) - 1, &v, &vl) !=
+	    MHD_YES)
+		return false;
+	return token_ok(s, v, vl);
+}
+
+/* Everything that can be decided on the headers is, before a byte of the body is kept (an
+ * unauthenticated client must not make us hold its upload): the path, the token, the method
+ * and a declared length. true when the request may go on (rq->route set), else false with
+ * rq->reject and rq->reason. */
+static bool precheck(struct ps_server *s, struct MHD_Connection *c, struct req *rq,
+		     const char *url, const char *method)
 {
 	const struct route *rt = NULL;
-	char reason[128];
+	const char *cl;
+	bool authed;
 
 	for (size_t i = 0; i < PS_ARRAY_LEN(routes); i++)
 		if (!strcmp(url, routes[i].path))
 			rt = &routes[i];
-	if (!rt)
-		return respond_error(s, c, rq, MHD_HTTP_NOT_FOUND, NULL,
-				     "no such endpoint (POST /v1/exec, POST /v1/batch, "
-				     "GET /healthz, GET /metrics)");
-	if (!rt->open && s->cfg.token &&
-	    !token_ok(s, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-						     MHD_HTTP_HEADER_AUTHORIZATION)))
-		return respond_error(s, c, rq, MHD_HTTP_UNAUTHORIZED, NULL,
-				     "missing or wrong 'Authorization: Bearer' token");
-	if (!rt->open && s->cfg.token)
-		rq->who.token_id = s->cfg.token_id;
-	if (strcmp(method, rt->method)) {
-		snprintf(reason, sizeof(reason), "%s %s: method not allowed (use %s)", method, url,
-			 rt->method);
-		rq->allow = rt->method;
-		return respond_error(s, c, rq, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, reason);
+	if (!rt) {
+		rq->reject = MHD_HTTP_NOT_FOUND;
+		snprintf(rq->reason, sizeof(rq->reason), "no such endpoint (POST /v1/exec, POST "
+			 "/v1/batch, GET /healthz, GET /metrics)");
+		return false;
 	}
+	authed = !s->cfg.token || authorization_ok(s, c);
+	if (authed)
+		ps_accept_trust(c);
+	if (authed && !rt->open && s->cfg.token)
+		rq->who.token_id = s->cfg.token_id;
+	if (!rt->open && !authed) {
+		rq->reject = MHD_HTTP_UNAUTHORIZED;
+		snprintf(rq->reason, sizeof(rq->reason),
+			 "missing or wrong 'Authorization: Bearer' token");
+		return false;
+	}
+	if (strcmp(method, rt->method)) {
+		rq->reject = MHD_HTTP_METHOD_NOT_ALLOWED;
+		snprintf(rq->reason, sizeof(rq->reason), "%.16s %s: method not allowed (use %s)",
+			 method, rt->path, rt->method);
+		rq->allow = rt->method;
+		return false;
+	}
+	cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl && strtoull(cl, NULL, 10) > s->cfg.body_max) {
+		rq->reject = MHD_HTTP_CONTENT_TOO_LARGE;
+		snprintf(rq->reason, sizeof(rq->reason), "body: larger than %zu bytes",
+			 s->cfg.body_max);
+		return false;
+	}
+	rq->route = rt;
+	return true;
+}
+
+/* A refused request with a small declared body is answered once that body has been read and
+ * dropped: answering first and closing with unread input makes the kernel reset the
+ * connection, which can destroy the answer before the client reads it. A large or chunked
+ * one is answered at once, and the connection closed unread. */
+static bool answer_now(struct MHD_Connection *c)
+{
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_TRANSFER_ENCODING);
+
+	return te || (cl && strtoull(cl, NULL, 10) > DROP_BODY_MAX);
+}
+
+/* The body is in: run what precheck let through. */
+static enum MHD_Result dispatch(struct ps_server *s, struct MHD_Connection *c, struct req *rq)
+{
+	char reason[128];
+
 	if (rq->too_big) {
 		snprintf(reason, sizeof(reason), "body: larger than %zu bytes", s->cfg.body_max);
 		return respond_error(s, c, rq, MHD_HTTP_CONTENT_TOO_LARGE, NULL, reason);
 	}
-	switch (rt->kind) {
+	switch (rq->route->kind) {
 	case R_EXEC:
 		return handle_run(s, c, rq, false);
 	case R_BATCH:
@@ -477,28 +561,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct req *rq = *con_cls;
 
 	if (!rq) {
-		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-							     MHD_HTTP_HEADER_CONTENT_LENGTH);
-
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
 			return MHD_NO;
 		rq->start_us = ps_now_us();
 		*con_cls = rq;
 		audit_who(s, c, rq, url, method);
-		/* A declared oversize body is refused before it is read. */
-		if (cl && strtoull(cl, NULL, 10) > s->cfg.body_max) {
-			rq->too_big = true;
-			return dispatch(s, c, rq, url, method);
-		}
+		if (!precheck(s, c, rq, url, method) && answer_now(c))
+			return respond_error(s, c, rq, rq->reject, NULL, rq->reason);
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		take_upload(s, rq, upload, *upload_size);
-		*upload_size = 0;
+		if (rq->route)
+			take_upload(s, rq, upload, *upload_size);
+		*upload_size = 0;	/* a refused request's body is dropped as it comes */
 		return MHD_YES;
 	}
-	return dispatch(s, c, rq, url, method);
+	if (!rq->route)
+		return respond_error(s, c, rq, rq->reject, NULL, rq->reason);
+	return dispatch(s, c, rq);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -520,12 +601,32 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	*con_cls = NULL;
 }
 
+/* Routes match the path as sent: MHD's default %HH decoding made "/v1%2Fexec" reach
+ * /v1/exec (and would let a proxy's path rules and ours disagree). No route has an escape. */
+static size_t keep_escapes(void *cls, struct MHD_Connection *c, char *s)
+{
+	return strlen(s);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	ps_serve_vlog(fmt, ap);
+}
+
 int ps_server_start(const struct ps_server_config *cfg, struct ps_server **out, char *err,
 		    size_t errlen)
 {
+	struct ps_accept_config ac = { .listen_fd = cfg->listen_fd, .max_conns = cfg->max_conns,
+				       .max_untrusted = cfg->max_untrusted,
+				       .untrusted_ms = cfg->untrusted_ms };
 	struct ps_server *s = calloc(1, sizeof(*s));
+	int ret;
 
-	if (!s || !(s->slot_used = calloc(cfg->workers, sizeof(bool)))) {
+	if (!s || !(s->slot_used = calloc(cfg->workers, sizeof(bool))) ||
+	    !(s->acceptor = ps_accept_new(&ac))) {
+		if (s)
+			free(s->slot_used);
 		free(s);
 		snprintf(err, errlen, "serve: out of memory");
 		return -1;
@@ -533,35 +634,47 @@ int ps_server_start(const struct ps_server_config *cfg, struct ps_server **out, 
 	s->cfg = *cfg;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
+	/* No listening socket of MHD's own: accept.c accepts and hands sockets over. */
 	s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-					MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-				0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET,
-				cfg->listen_fd, MHD_OPTION_CONNECTION_TIMEOUT,
+					MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+					MHD_USE_NO_LISTEN_SOCKET,
+				0, NULL, NULL, on_request, s,
+				/* first, so that every message of MHD's comes through it */
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED,
-				on_completed, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
-				MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+				on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, ps_accept_notify,
+				s->acceptor, MHD_OPTION_CONNECTION_LIMIT, cfg->max_conns + 16,
+				/* what a connection may hold before its request is in: headers */
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEADER_BYTES_MAX,
+				MHD_OPTION_UNESCAPE_CALLBACK, keep_escapes, NULL,
 				/* a thread per connection: small stacks, the handlers are shallow */
 				MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 << 10), MHD_OPTION_END);
 	if (!s->d) {
 		snprintf(err, errlen, "MHD_start_daemon: failed (see messages above)");
-		free(s->slot_used);
-		free(s);
-		return -1;
+		goto fail;
+	}
+	ret = ps_accept_run(s->acceptor, s->d);
+	if (ret < 0) {
+		snprintf(err, errlen, "serve: starting the accept thread: %s", strerror(-ret));
+		goto fail;
 	}
 	*out = s;
 	return 0;
+fail:
+	if (s->d)
+		MHD_stop_daemon(s->d);
+	ps_accept_free(s->acceptor);
+	free(s->slot_used);
+	free(s);
+	return -1;
 }
 
 void ps_server_drain(struct ps_server *s)
 {
-	MHD_socket fd;
-
 	pthread_mutex_lock(&s->mu);
 	s->draining = true;
 	pthread_mutex_unlock(&s->mu);
-	fd = MHD_quiesce_daemon(s->d);
-	if (fd != MHD_INVALID_SOCKET)
-		close(fd);
+	ps_accept_stop(s->acceptor);
 	pthread_mutex_lock(&s->mu);
 	while (s->busy || s->waiting || s->active)
 		pthread_cond_wait(&s->cv, &s->mu);
@@ -576,6 +689,7 @@ void ps_server_free(struct ps_server *s)
 		return;
 	if (s->d)
 		MHD_stop_daemon(s->d);
+	ps_accept_free(s->acceptor);
 	free(s->slot_used);
 	free(s);
 }

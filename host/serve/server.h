@@ -11,7 +11,18 @@
 #include "run/auditlog.h"
 #include "zygote/zygote.h"
 
-enum { PS_SERVE_BODY_MAX = 16 << 20, PS_SERVE_BATCH_MAX = 256 };
+/* A batch's answer is built whole (its status is 500 when a run failed in the host), so it
+ * is bounded before any input runs: its inputs' output, escaped at worst 6 bytes a byte
+ * (\u0001), may not pass PS_SERVE_BATCH_ANSWER_MAX, nor its inputs' wall limits together
+ * PS_SERVE_BATCH_WALL_MAX_MS (the time it holds a worker and a connection). The rest of a
+ * verdict (exception reports) is counted as it comes: past the cap, the batch stops. */
+enum {
+	PS_SERVE_BODY_MAX = 16 << 20,
+	PS_SERVE_BATCH_MAX = 256,
+	PS_SERVE_BATCH_ANSWER_MAX = 64 << 20,
+	PS_SERVE_BATCH_WALL_MAX_MS = 300 * 1000,
+	PS_SERVE_ESCAPED_MAX = 6,	/* bytes of JSON per byte of output, at worst */
+};
 
 struct ps_server_config {
 	unsigned workers;		/* concurrent runs */
@@ -19,6 +30,9 @@ struct ps_server_config {
 	const char *token;		/* bearer token, or NULL: no auth */
 	size_t body_max;		/* larger bodies get 413 */
 	int listen_fd;			/* bound and listening; the server owns it */
+	unsigned max_conns;		/* connections at once (a descriptor budget) */
+	unsigned max_untrusted;		/* connections no request of which passed auth yet */
+	unsigned untrusted_ms;		/* ... each cut this long after it was accepted */
 	struct ps_policy *policies;	/* served policies; the first is the default */
 	struct ps_zygote *zygotes;	/* one per policy, same order */
 	size_t n;

@@ -16,16 +16,46 @@ struct served {
 	size_t n;
 };
 
+/* At most max bytes of s, not cutting a UTF-8 sequence in two (for "%.*s"): the body was
+ * checked to be UTF-8, and what the refusal quotes of it goes back to the client as JSON text,
+ * where half a character would come out as a lone surrogate. */
+static int clip(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max);
+
+	if (n == max)
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	return (int)n;
+}
+
+/* A message with a cut UTF-8 sequence at its end (snprintf cut it, here or in a message it
+ * quotes, such as a unit parser's): drop the incomplete sequence. */
+static void trim_cut(char *buf)
+{
+	size_t len = strlen(buf), k = len, need;
+	unsigned char lead;
+
+	while (k > 0 && len - k < 3 && ((unsigned char)buf[k - 1] & 0xc0) == 0x80)
+		k--;
+	if (k == 0 || (lead = (unsigned char)buf[k - 1]) < 0xc0)
+		return;
+	need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+	if (len - (k - 1) < need)
+		buf[k - 1] = '\0';
+}
+
 static int bad(struct ps_bad *b, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static int bad(struct ps_bad *b, const char *field, const char *fmt, ...)
 {
 	va_list ap;
 
-	snprintf(b->field, sizeof(b->field), "%s", field);
+	snprintf(b->field, sizeof(b->field), "%.*s", clip(field, sizeof(b->field) - 1), field);
 	va_start(ap, fmt);
 	vsnprintf(b->reason, sizeof(b->reason), fmt, ap);
 	va_end(ap);
+	trim_cut(b->reason);
 	return -1;
 }
 
@@ -45,8 +75,20 @@ static int parse_policy(const struct served *s, const cJSON *v, struct ps_job *j
 		snprintf(served + strlen(served), sizeof(served) - strlen(served), "%s%s",
 			 i ? ", " : "", s->policies[i].name);
 	}
-	return bad(b, "policy", "policy: '%.64s' is not served here (served: %s)",
-		   v->valuestring, served);
+	return bad(b, "policy", "policy: '%.*s' is not served here (served: %s)",
+		   clip(v->valuestring, 64), v->valuestring, served);
+}
+
+/* Does a key before it in obj have its name? cJSON keeps every copy of a key and its lookups
+ * find the first, while other parsers (a proxy's, a client's) take the last: a body must
+ * mean one thing. The objects checked hold only known keys (an unknown one is an error
+ * before the next is looked at), so this stays a short scan. */
+static bool duplicate(const cJSON *obj, const cJSON *it)
+{
+	for (const cJSON *e = obj->child; e && e != it; e = e->next)
+		if (!strcmp(e->string, it->string))
+			return true;
+	return false;
 }
 
 /* Each limit may only tighten the policy's (ps_policy_override with tighten_only). */
@@ -64,7 +106,9 @@ static int parse_limits(const struct served *s, const cJSON *v, struct ps_job *j
 	cJSON_ArrayForEach(it, v) {
 		const char *val = num;
 
-		snprintf(field, sizeof(field), "limits.%.50s", it->string);
+		snprintf(field, sizeof(field), "limits.%.*s", clip(it->string, 50), it->string);
+		if (duplicate(v, it))
+			return bad(b, field, "%s: given twice", field);
 		if (cJSON_IsString(it))
 			val = it->valuestring;
 		else if (cJSON_IsNumber(it) && it->valuedouble >= 0 && it->valuedouble < 1e15)
@@ -120,6 +164,34 @@ static int parse_stdin(const cJSON *v, struct ps_job *j, struct ps_bad *b)
 	return 0;
 }
 
+/* What a batch may cost, known before it starts (server.h). */
+static int batch_bounds(const struct ps_job *j, struct ps_bad *b)
+{
+	uint64_t out = j->limits.output_bytes * PS_SERVE_ESCAPED_MAX;
+	uint64_t wall = j->limits.wall_ms * j->n;
+	char have[32], most[32], cap[32];
+
+	if (out && j->n * out > PS_SERVE_BATCH_ANSWER_MAX) {
+		ps_format_size(j->limits.output_bytes, have, sizeof(have));
+		ps_format_size(PS_SERVE_BATCH_ANSWER_MAX / PS_SERVE_ESCAPED_MAX / j->n >> 10 << 10,
+			       most, sizeof(most));
+		ps_format_size(PS_SERVE_BATCH_ANSWER_MAX, cap, sizeof(cap));
+		return bad(b, "limits.output", "limits.output: %zu inputs at %s of output each "
+			   "could answer more than a batch may (%s, output escaped 6 bytes a byte "
+			   "at worst): give limits.output %s or less, or fewer inputs",
+			   j->n, have, cap, most);
+	}
+	if (wall > PS_SERVE_BATCH_WALL_MAX_MS) {
+		ps_format_duration_ms(j->limits.wall_ms, have, sizeof(have));
+		ps_format_duration_ms(PS_SERVE_BATCH_WALL_MAX_MS / j->n, most, sizeof(most));
+		ps_format_duration_ms(PS_SERVE_BATCH_WALL_MAX_MS, cap, sizeof(cap));
+		return bad(b, "limits.wall", "limits.wall: %zu inputs at %s each could take more "
+			   "than a batch may (%s): give limits.wall %s or less, or fewer inputs",
+			   j->n, have, cap, most);
+	}
+	return 0;
+}
+
 static const char *const known_keys[] = { "code", "stdin", "policy", "limits" };
 
 static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j, struct ps_bad *b)
@@ -134,8 +206,11 @@ static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j
 		for (size_t i = 0; i < PS_ARRAY_LEN(known_keys); i++)
 			known |= !strcmp(it->string, known_keys[i]);
 		if (!known)
-			return bad(b, it->string, "%.50s: unknown field (known: code, stdin, policy, "
-				   "limits)", it->string);
+			return bad(b, it->string, "%.*s: unknown field (known: code, stdin, policy, "
+				   "limits)", clip(it->string, 50), it->string);
+		if (duplicate(root, it))
+			return bad(b, it->string, "%.*s: given twice", clip(it->string, 50),
+				   it->string);
 	}
 	code = cJSON_GetObjectItemCaseSensitive(root, "code");
 	if (!cJSON_IsString(code))
@@ -143,25 +218,51 @@ static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j
 	j->code = code->valuestring;
 	j->code_len = strlen(code->valuestring);
 	if (parse_policy(s, cJSON_GetObjectItemCaseSensitive(root, "policy"), j, b) < 0 ||
-	    parse_limits(s, cJSON_GetObjectItemCaseSensitive(root, "limits"), j, b) < 0)
+	    parse_limits(s, cJSON_GetObjectItemCaseSensitive(root, "limits"), j, b) < 0 ||
+	    parse_stdin(cJSON_GetObjectItemCaseSensitive(root, "stdin"), j, b) < 0)
 		return -1;
-	return parse_stdin(cJSON_GetObjectItemCaseSensitive(root, "stdin"), j, b);
+	return j->batch ? batch_bounds(j, b) : 0;
+}
+
+/* Length of the well-formed UTF-8 sequence at s (at most avail bytes), or 0: Unicode Table 3-7,
+ * whose range for the second byte is what rules out overlongs (E0 80, F0 80), surrogates
+ * (ED A0) and anything past U+10FFFF (F4 90, F5..). */
+static size_t utf8_len(const unsigned char *s, size_t avail)
+{
+	unsigned c = s[0], lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+	else
+		return 0;
+	if (n > avail || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t k = 2; k < n; k++)
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+	return n;
 }
 
 /* What cJSON would let through but we must not: bytes that are not UTF-8 (JSON is UTF-8), and
- * a \u0000 escape (a C string would silently end there, changing the code). */
+ * a NUL, raw or as a \u0000 escape (a C string would silently end there, changing the code;
+ * cJSON copies a raw NUL into a string, and skips one between tokens as if it were a space). */
 static const char *body_problem(const char *b, size_t len)
 {
 	for (size_t i = 0; i < len;) {
 		unsigned char c = (unsigned char)b[i];
-		size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
-			 : (c & 0xf8) == 0xf0 ? 4 : 0;
+		size_t n = utf8_len((const unsigned char *)b + i, len - i);
 
-		if (!n || i + n > len || (n == 2 && c < 0xc2))
+		if (!c)
+			return "body: a NUL byte (not valid in JSON)";
+		if (!n)
 			return "body: not valid UTF-8";
-		for (size_t k = 1; k < n; k++)
-			if (((unsigned char)b[i + k] & 0xc0) != 0x80)
-				return "body: not valid UTF-8";
 		if (c == '\\' && i + 6 <= len && !strncasecmp(b + i + 1, "u0000", 5)) {
 			size_t bs = 0;
 

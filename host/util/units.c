@@ -154,7 +154,14 @@ int ps_parse_duration_ms(const char *s, uint64_t *out, char *err, size_t errlen)
 	/* Round up: a limit of "100us" must not become a limit of zero. */
 	if (rem)
 		us++;
-	*out = (uint64_t)((us + 999) / 1000);
+	us = (us + 999) / 1000;
+	/* The result must parse back from "<ms>ms" too (ps_format_duration_ms): a count of
+	 * microseconds just under 2^64 rounds up to one that is not. */
+	if (us > UINT64_MAX / 1000) {
+		snprintf(err, errlen, "'%s' is too large", s);
+		return -1;
+	}
+	*out = (uint64_t)us;
 	return 0;
 }
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "python/interp.h"
+#include "run/procstat.h"
 #include "run/result.h"
 #include "util/util.h"
 #include "run/worker.h"
@@ -32,7 +33,7 @@ struct zw {
 	int life;		/* write end: the struct ps_reaped goes here */
 	unsigned slot;
 	uint64_t serial;
-	bool claimed;		/* a request has it: running, or about to */
+	bool claimed;		/* a request has it: running, or about to (a FORK's from birth) */
 };
 
 struct zyg {
@@ -41,8 +42,10 @@ struct zyg {
 	struct zw *ws;		/* live workers: idle in the front's pool or running */
 	size_t n, cap;
 	unsigned spare;		/* spares to keep unclaimed */
-	unsigned unclaimed;	/* spares forked and not claimed yet (alive or not) */
+	unsigned unclaimed;	/* live spares not claimed yet: the workers with !claimed */
 	uint64_t serial;
+	unsigned lost;		/* spares in a row that died unclaimed (the front dropped them) */
+	uint64_t hold_until_us;	/* no spare is forked before: backing off after a loss */
 };
 
 /* The lowest free slot, preferring one whose uid (a policy's uid range) no live worker has,
@@ -80,13 +83,16 @@ static int announce(const struct zw *w, uint64_t tag, int life_r)
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
 			      .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	int ret;
 
 	snprintf(m.token, sizeof(m.token), "%s", w->o.report_token);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(fds));
 	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	return sendmsg(PS_ZYGOTE_CTL_FD, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	ret = sendmsg(PS_ZYGOTE_CTL_FD, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	explicit_bzero(m.token, sizeof(m.token));
+	return ret;
 }
 
 /* Fork one worker with limits l and hand it to the front. */
@@ -126,10 +132,14 @@ static int fork_worker(struct zyg *z, const struct ps_limits *l, uint64_t tag)
 			close(life[0]);
 			close(life[1]);
 		}
+		explicit_bzero(w.o.report_token, sizeof(w.o.report_token));
 		ps_worker_cleanup(&w.proc, &w.o);
 		return -EIO;
 	}
 	close(life[0]);
+	/* The token is the front's now. Every later worker is forked from this memory: a
+	 * snippet with native code could read the tokens of the runs alive beside it. */
+	explicit_bzero(w.o.report_token, sizeof(w.o.report_token));
 	/* The front holds the channels now; we keep the pidfd (to reap) and life. */
 	close(w.proc.f.in);
 	close(w.proc.f.out);
@@ -148,6 +158,8 @@ static void reap(struct zyg *z, size_t i)
 	struct zw *w = &z->ws[i];
 	struct ps_reaped m = { .magic = PS_REAPED_MAGIC };
 
+	/* Its pidfd said it exited: the clock RLIMIT_CPU counted is readable until the reap. */
+	m.cpu_clock_read = ps_proc_cpu_clock_us(w->proc.pid, &m.cpu_clock_us) == 0;
 	while (wait4(w->proc.pid, &m.wait_status, 0, &m.ru) < 0 && errno == EINTR)
 		;
 	kill(-w->proc.pid, SIGKILL);	/* no survivor in its group */
@@ -157,6 +169,15 @@ static void reap(struct zyg *z, size_t i)
 	m.cgroup_oom_kills = w->o.cgroup_oom_kills;
 	(void)ps_write_all(w->life, &m, sizeof(m));
 	close(w->life);
+	/* A spare that dies before any request claimed it is lost: the front could not take
+	 * it (out of descriptors: recvmsg's MSG_CTRUNC closes what did not fit, so the worker
+	 * read EOF), or something killed it. It must be replaced, else the pool shrinks for
+	 * good; backing off, since whatever made the front drop it may still hold. */
+	if (!w->claimed) {
+		z->unclaimed--;
+		z->lost++;
+		z->hold_until_us = ps_now_us() + (z->lost > 6 ? 1000000u : 15625u << (z->lost - 1));
+	}
 	z->ws[i] = z->ws[--z->n];
 }
 
@@ -172,32 +193,41 @@ static __attribute__((noreturn)) void zygote_exit(struct zyg *z, int status)
 	_exit(status);
 }
 
-/* One command from the front. false: the front is gone. */
-static bool command(struct zyg *z)
+static void claim(struct zyg *z, uint64_t serial)
 {
-	struct ps_zcmd c;
-	ssize_t n = recv(PS_ZYGOTE_CTL_FD, &c, sizeof(c), MSG_DONTWAIT);
+	for (size_t i = 0; i < z->n; i++) {
+		if (z->ws[i].serial != serial || z->ws[i].claimed)
+			continue;
+		z->ws[i].claimed = true;
+		z->unclaimed--;
+		z->lost = 0;
+		/* Not yet reaped, so the pid is still this worker's. */
+		if (z->w.ahead_nice)
+			(void)setpriority(PRIO_PROCESS, (id_t)z->ws[i].proc.pid, 0);
+	}
+	/* Not found: it died before its CLAIM was read, and reap() counted it already. */
+}
 
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return true;
-	if (n <= 0)
-		return false;
-	if (n != (ssize_t)sizeof(c) || c.magic != PS_ZCMD_MAGIC)
-		return true;
-	if (c.kind == PS_ZCMD_CLAIM) {
-		for (size_t i = 0; i < z->n; i++) {
-			if (z->ws[i].serial != c.serial)
-				continue;
-			z->ws[i].claimed = true;
-			/* Not yet reaped, so the pid is still this worker's. */
-			if (z->w.ahead_nice)
-				(void)setpriority(PRIO_PROCESS, (id_t)z->ws[i].proc.pid, 0);
-		}
-		if (z->unclaimed)
-			z->unclaimed--;
-	} else if (c.kind == PS_ZCMD_FORK)
-		(void)fork_worker(z, &c.limits, c.tag);
-	return true;
+/* Every command the front has sent. false: the front is gone. */
+static bool commands(struct zyg *z)
+{
+	for (;;) {
+		struct ps_zcmd c;
+		ssize_t n = recv(PS_ZYGOTE_CTL_FD, &c, sizeof(c), MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return true;
+		if (n <= 0)
+			return false;
+		if (n != (ssize_t)sizeof(c) || c.magic != PS_ZCMD_MAGIC)
+			continue;
+		if (c.kind == PS_ZCMD_CLAIM)
+			claim(z, c.serial);
+		else if (c.kind == PS_ZCMD_FORK)
+			(void)fork_worker(z, &c.limits, c.tag);
+	}
 }
 
 static bool running(const struct zyg *z)
@@ -217,19 +247,26 @@ static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 	unsigned failures = 0;
 
 	for (;;) {
+		uint64_t now = ps_now_us();
+		int timeout = -1;
+		size_t polled;
+
 		/* A fork (the page tables of the whole zygote) and a new worker's phases compete
 		 * for the CPU with the runs: replace spares while nothing runs, or at once when
 		 * none is left. */
-		while (z->unclaimed < z->spare && (z->unclaimed == 0 || !running(z))) {
+		while (z->unclaimed < z->spare && (z->unclaimed == 0 || !running(z)) &&
+		       now >= z->hold_until_us) {
 			if (fork_worker(z, &z->p.limits, 0) < 0) {
 				if (++failures > 100)
 					_exit(PS_EXIT_INTERNAL);	/* the front restarts us */
-				usleep(10000);
+				z->hold_until_us = now + 10000;
 				break;
 			}
 			failures = 0;
 			z->unclaimed++;
 		}
+		if (z->unclaimed < z->spare && now < z->hold_until_us)
+			timeout = (int)((z->hold_until_us - now + 999) / 1000);
 		if (cap < z->n + 1) {
 			cap = z->n + 16;
 			p = realloc(p, cap * sizeof(*p));
@@ -239,13 +276,19 @@ static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 		p[0] = (struct pollfd){ .fd = PS_ZYGOTE_CTL_FD, .events = POLLIN };
 		for (size_t i = 0; i < z->n; i++)
 			p[i + 1] = (struct pollfd){ .fd = z->ws[i].proc.f.pidfd, .events = POLLIN };
-		if (poll(p, z->n + 1, failures ? 10 : -1) < 0 && errno != EINTR)
+		polled = z->n;
+		if (poll(p, polled + 1, timeout) < 0 && errno != EINTR)
 			_exit(PS_EXIT_INTERNAL);
-		for (size_t i = z->n; i-- > 0;)
+		/* Commands first: a CLAIM is sent before the run's request is written, so a worker
+		 * that has exited has had its CLAIM queued already; read it before reaping, so
+		 * that a run that ended is not taken for a spare that was lost. */
+		if (p[0].revents && !commands(z))
+			zygote_exit(z, 0);
+		/* (a FORK may have appended workers past the polled ones; a reap moves the last
+		 * one down, into a slot already looked at) */
+		for (size_t i = polled; i-- > 0;)
 			if (p[i + 1].revents)
 				reap(z, i);
-		if (p[0].revents && !command(z))
-			zygote_exit(z, 0);
 	}
 }
 
@@ -295,6 +338,7 @@ int ps_cmd_zygote(int argc, char **argv)
 	const char *spare = arg_value(argc, argv, "--spare");
 	struct zyg z = { 0 };
 	char err[1024];
+	int ret;
 
 	if (!policy || !lo || !parent || !spare || fcntl(PS_ZYGOTE_CTL_FD, F_GETFD) < 0) {
 		ps_err("zygote: internal command, started by `pysnip serve` only");
@@ -311,7 +355,23 @@ int ps_cmd_zygote(int argc, char **argv)
 		(void)send(PS_ZYGOTE_CTL_FD, err, strlen(err), MSG_NOSIGNAL);
 		return PS_EXIT_INTERNAL;
 	}
+	/* Every worker is a fork of us: the environment we were started with (the front keeps
+	 * it minimal, pool.c) is overwritten on our stack once, now that setup has read what it
+	 * needs (TMPDIR, the data directories). Our argv stays: it names the policy and the
+	 * front, nothing a snippet may not know, and `ps` shows what we are. */
+	if ((ret = ps_procstat_scrub_self(false)) < 0) {
+		snprintf(err, sizeof(err), "zygote: scrubbing the environment (/proc/self/stat): %s",
+			 strerror(-ret));
+		(void)send(PS_ZYGOTE_CTL_FD, err, strlen(err), MSG_NOSIGNAL);
+		return PS_EXIT_INTERNAL;
+	}
 	signal(SIGPIPE, SIG_IGN);
+	/* Signals to stop the server are the front's to act on (it drains, then ends us):
+	 * systemd's KillMode=control-group sends SIGTERM to every process of the unit, and a
+	 * zygote that died of it would take the runs in flight with it. Workers reset these. */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
 	/* Only root can give a worker its priority back (CAP_SYS_NICE in the first user ns). */
 	if (geteuid() == 0 && !(z.w.ns_static & CLONE_NEWUSER))
 		z.w.ahead_nice = 19;

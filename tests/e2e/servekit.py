@@ -22,7 +22,7 @@ class Server:
     Its TMPDIR is a private directory, so tests can check that no scratch directory is left."""
 
     def __init__(self, *args, unix=False, token=None, env=None, start_timeout=120,
-                 tmp_parent=None):
+                 tmp_parent=None, preexec_fn=None, new_session=False):
         self.tmp = tempfile.mkdtemp(prefix="pysnip-servetest-", dir=tmp_parent)
         os.chmod(self.tmp, 0o711)
         self.token = token
@@ -43,7 +43,8 @@ class Server:
         e.update(env or {})
         self.lines = []
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     env=e)
+                                     env=e, preexec_fn=preexec_fn,
+                                     start_new_session=new_session)
         self._ready = threading.Event()
         self._reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()
@@ -128,7 +129,10 @@ class Server:
         return out
 
     def descendants(self):
-        todo, seen = [self.pid], []
+        return self.descendants_of(self.pid)
+
+    def descendants_of(self, pid):
+        todo, seen = [pid], []
         while todo:
             p = todo.pop()
             try:

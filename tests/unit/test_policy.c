@@ -48,6 +48,11 @@ static const struct bad_case bad_cases[] = {
 	{ "size_overflow", NULL, "field limits.memory: '99999999999T' is too large" },
 	{ "zero_wall", NULL, "field limits.wall: must be at least 1ms" },
 	{ "zero_memory", NULL, "field limits.memory: must be at least 1" },
+	{ "zero_scratch", NULL, "field limits.scratch: must be at least 4K" },
+	{ "uid_count_word", NULL, "field identity.uid_count: 'per-thread' is neither a number of "
+				  "uids nor \"per-process\"" },
+	{ "uid_per_process_high", NULL, "field identity.uid_count: \"per-process\" needs uid and "
+					"gid + 4194304 below 2^31" },
 	{ "wall_too_long", NULL, "field limits.wall: must be at most 24h" },
 	{ "negative_cpu", NULL, "field limits.cpu: '-1s' is negative" },
 	{ "bad_action", NULL, "field seccomp.action: 'trap' is not one of kill, kill-process, errno" },
@@ -68,7 +73,7 @@ static const struct bad_case bad_cases[] = {
 	{ "threads_type", NULL, "field seccomp.threads: expected true or false, got a string" },
 	{ "network_true", NULL, "field network: network access is not supported" },
 	{ "network_type", NULL, "field network: expected false, got a string" },
-	{ "description_type", NULL, "field description: expected a string, got an array" },
+	{ "description_type", NULL, "field description: expected a string or null, got an array" },
 	{ "cgroup_relative", NULL, "field cgroup.parent: 'pysnip' is not an absolute path" },
 	{ "cgroup_required", NULL, "field layers.cgroup: 'required' needs cgroup.parent" },
 	{ "threads_one_process", NULL, "field seccomp.threads: threads need limits.processes of "
@@ -259,7 +264,9 @@ static void check_default_values(const struct ps_policy *p)
 	CHECK(p->syscalls_allow.n == 0);
 	CHECK(ps_strlist_has(&p->syscall_groups, "@python-runtime"));
 	CHECK(!ps_strlist_has(&p->syscall_groups, "@threads"));
-	CHECK(p->uid == 65534 && p->gid == 65534 && p->uid_count == 1);
+	/* a uid and gid of its own for every worker, from a range no account uses */
+	CHECK(p->uid == 1879048192 && p->gid == 1879048192 && p->uid_per_process &&
+	      p->uid_count == PS_UID_PER_PROCESS_SPAN);
 	CHECK(p->cgroup_parent == NULL);
 	CHECK(p->layers[PS_LAYER_PYTHON] == PS_LAYER_REQUIRED);
 	CHECK(p->layers[PS_LAYER_IDENTITY] == PS_LAYER_REQUIRED);
@@ -566,6 +573,12 @@ static void test_overrides(void)
 	CHECK_CONTAINS(err, "limits.open_files: not a limit that can be overridden");
 	CHECK(ps_policy_override(&p, "bogus", "1s", false, err, sizeof(err)) == -1);
 	CHECK_CONTAINS(err, "limits.bogus: not a limit that can be overridden");
+	/* 0 is the tightest value or refused, never "no limit": a tmpfs cannot be 0 bytes */
+	CHECK(ps_policy_override(&p, "scratch", "0", true, err, sizeof(err)) == -1);
+	CHECK_STR(err, "limits.scratch: must be at least 4K");
+	CHECK(ps_policy_override(&p, "scratch", "0", false, err, sizeof(err)) == -1);
+	CHECK(ps_policy_override(&p, "file_size", "0", true, err, sizeof(err)) == 0);
+	CHECK(p.limits.file_size_bytes == 0);
 	ps_policy_free(&p);
 }
 
@@ -618,8 +631,6 @@ static void round_trip(const char *arg)
 	cJSON_DeleteItemFromObject(o, "name");
 	cJSON_DeleteItemFromObject(o, "path");
 	cJSON_DeleteItemFromObject(o, "extends");
-	if (!p.description)
-		cJSON_DeleteItemFromObject(o, "description");
 	body = cJSON_Print(o);
 	fd = mkstemps(path, 5);
 	CHECK(fd >= 0);

@@ -127,6 +127,7 @@ static void test_filter_build(void)
 		     "policy test.json: field seccomp.groups: unknown syscall group '@x'");
 	build_expect(NULL, "execve", "field seccomp.allow: syscall 'execve' can never be allowed");
 	build_expect(NULL, "ioctl", "field seccomp.allow: syscall 'ioctl' is allowed only with");
+	build_expect(NULL, "fcntl", "field seccomp.allow: syscall 'fcntl' is allowed only with");
 	build_expect(NULL, "no_such_call", "field seccomp.allow: syscall 'no_such_call' is not");
 }
 
