@@ -329,6 +329,10 @@ def test_unauthenticated_connections_are_counted():
         st, e = raw_request(s, "GET", "/healthz")
         assert st == 503 and "not authenticated" in e["error"], e
         assert all(closed_after(k, 3) is not None for k in idle)
+        for k in idle:
+            k.close()
+        # the front counts them gone once their threads have closed them: moments later
+        assert wait_for(lambda: raw_request(s, "GET", "/healthz")[0] == 200, 2)
         st, _, v = s.exec("print(3)")
         assert st == 200 and v["stdout"] == "3\n"
     finally:
