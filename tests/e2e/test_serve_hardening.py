@@ -371,14 +371,15 @@ def term_group_while_running(s, sig_targets):
     return res
 
 
-def test_sigterm_to_the_process_group_drains():
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_to_the_process_group_drains(sig):
     """`kill -TERM -PGID` (what a shell's job control and many supervisors send): the
-    zygotes share the front's group; they died of it, the front restarted them while
-    draining, and the drain hung in half the runs."""
-    for _ in range(3):
+    zygotes shared the front's group; they died of it, the front restarted them while
+    draining, and the drain hung in half the runs. (SIGINT, a terminal's ^C, too.)"""
+    for _ in range(2):
         s = Server("--workers", "2", "--policy", "default,strict", new_session=True)
         try:
-            res = term_group_while_running(s, lambda: os.killpg(s.pid, signal.SIGTERM))
+            res = term_group_while_running(s, lambda: os.killpg(s.pid, sig))
             assert [r[0] for r in res] == [200, 200], res
             assert all(r[2]["stdout"] == "finished\n" for r in res), res
             assert s.scratch_left() == [] and s.strays() == []
