@@ -237,6 +237,19 @@ def test_unauthenticated_upload_refused_on_its_headers():
         s.stop()
 
 
+def test_headers_are_bounded(tsrv):
+    """What a connection may hold before its request is in: 32 KiB of headers (MHD's
+    buffer); past it a 431 and the connection closed. 20 KB pass (control)."""
+    for n, want in ((20000, 200), (40000, 431)):
+        k = socket.create_connection((tsrv.host, tsrv.port))
+        try:
+            k.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n" % (b"a" * n))
+        except OSError:
+            pass
+        assert read_status(k, 5) == want, n
+        k.close()
+
+
 def test_refused_small_body_still_gets_its_answer():
     """A refused request with a small body is answered after the body is dropped, so the
     answer is not lost to a reset (the Python client sends headers and body together)."""
