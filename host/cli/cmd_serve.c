@@ -293,7 +293,9 @@ static unsigned connection_budget(size_t n_policies, unsigned workers)
 	uint64_t have;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
+		/* an unlimited hard limit is not a value NOFILE takes: the kernel's default
+		 * fs.nr_open is */
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? 1u << 20 : rl.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 			ps_err("setrlimit(RLIMIT_NOFILE, %llu): %s", (unsigned long long)rl.rlim_max,
 			       strerror(errno));

@@ -248,8 +248,14 @@ static void *accept_main(void *arg)
 			p[1].fd = -1;
 			timeout = (int)((a->paused_until_us - now + 999) / 1000);
 		}
-		if (poll(p, 2, timeout) < 0 && errno != EINTR)
-			return NULL;
+		if (poll(p, 2, timeout) < 0) {
+			if (errno != EINTR) {
+				/* never give up accepting: say so, and look again in a moment */
+				ps_serve_log("accept loop: poll: %s", strerror(errno));
+				a->paused_until_us = ps_now_us() + PAUSE_MS * 1000;
+			}
+			continue;
+		}
 		if (p[0].revents)
 			return NULL;
 		cut_overdue(a);

@@ -52,11 +52,11 @@ void ps_zygote_init(struct ps_zygote *z, const char *policy, const char *name,
 }
 
 /* What of our environment a zygote gets: only what pysnip itself reads (the data
- * directories, debugging, the sanitizers' options). Every worker is a fork of the zygote, and
+ * directories, debugging, the Landlock ABI cap of the tests, the sanitizers' options). Every worker is a fork of the zygote, and
  * the strings the kernel copies at exec live on its stack (it overwrites them after setup,
  * zygote.c; this keeps a token or a path of the front's out of it in the first place). */
 static const char *const zygote_env_keep[] = {
-	"PYSNIP_POLICY_DIR=", "PYSNIP_ALLOW_DIR=", "PYSNIP_DEBUG=",
+	"PYSNIP_POLICY_DIR=", "PYSNIP_ALLOW_DIR=", "PYSNIP_DEBUG=", "PYSNIP_LANDLOCK_MAX_ABI=",
 	"ASAN_OPTIONS=", "UBSAN_OPTIONS=", "LSAN_OPTIONS=",
 };
 

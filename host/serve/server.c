@@ -378,6 +378,16 @@ static const struct route {
 	{ "/metrics", "GET", R_METRICS, false },
 };
 
+/* The route for a path as sent (no %HH decoding: keep_escapes). A route with parameters in
+ * its path matches here too, and leaves them for its handler. */
+static const struct route *find_route(const char *url)
+{
+	for (size_t i = 0; i < PS_ARRAY_LEN(routes); i++)
+		if (!strcmp(url, routes[i].path))
+			return &routes[i];
+	return NULL;
+}
+
 /* The token check reads every byte of the expected token whatever the input, so its time
  * does not depend on where the first difference is. The header is taken with its length: a
  * NUL in it must not end the comparison early ("Bearer tok\0junk" is not "Bearer tok"). */
@@ -416,13 +426,10 @@ static bool authorization_ok(const struct ps_server *s, struct MHD_Connection *c
 static bool precheck(struct ps_server *s, struct MHD_Connection *c, struct req *rq,
 		     const char *url, const char *method)
 {
-	const struct route *rt = NULL;
+	const struct route *rt = find_route(url);
 	const char *cl;
 	bool authed;
 
-	for (size_t i = 0; i < PS_ARRAY_LEN(routes); i++)
-		if (!strcmp(url, routes[i].path))
-			rt = &routes[i];
 	if (!rt) {
 		rq->reject = MHD_HTTP_NOT_FOUND;
 		snprintf(rq->reason, sizeof(rq->reason), "no such endpoint (POST /v1/exec, POST "

@@ -147,18 +147,20 @@ class Server:
         """Processes of this server's runs (they carry the zygote's argv, `--parent PID`)
         that are no longer in its process tree: a run that outlived its supervision."""
         mark = b"--parent\0%d\0" % self.pid
-        tree = set(self.descendants())
-        out = []
+        marked = []
         for d in os.listdir("/proc"):
-            if not d.isdigit() or int(d) in tree:
+            if not d.isdigit():
                 continue
             try:
                 with open("/proc/%s/cmdline" % d, "rb") as f:
                     if mark in f.read():
-                        out.append(int(d))
+                        marked.append(int(d))
             except OSError:
                 pass
-        return out
+        # the tree after the scan: a spare forked meanwhile is in it (the other way round, a
+        # process forked between the two looks was taken for a stray)
+        tree = set(self.descendants())
+        return [p for p in marked if p not in tree and os.path.exists("/proc/%d" % p)]
 
     def fds(self):
         """{fd: target} of the server process."""

@@ -652,7 +652,10 @@ def test_metadata_only_where_writes_are_granted(target, tmp_path):
         os.chmod(wfile, 0o666)
         os.chown(wfile, 65534, 65534)
         pol = tmp_path / "wpath.json"
-        pol.write_text(json.dumps({"extends": "default", "filesystem": {"write": [wdir]}}))
+        # one fixed uid, the file's owner: chmod needs the owner (the shipped policies give
+        # each worker a uid of its own, unknown before the run)
+        pol.write_text(json.dumps({"extends": "default", "filesystem": {"write": [wdir]},
+                                   "identity": {"uid": 65534, "gid": 65534, "uid_count": 1}}))
         code = METADATA.replace("{wfile!r}", repr(wfile)).replace("{world!r}",
                                                                    repr(target["world"]))
         verdict, rc, err = run_exec(code, "--policy", str(pol), "--disable-layer", "python")
@@ -1028,7 +1031,14 @@ def _check_status(st, seccomp_on):
         assert int(st[k][0], 16) == 0, (k, st[k])
     assert st["NoNewPrivs"] == ["1"], st
     assert st["Seccomp"] == (["2"] if seccomp_on else ["0"]), st
-    assert st["Uid"] == ["65534"] * 4 and st["Gid"] == ["65534"] * 4, st
+    # as root a uid of the policy's private range (0x70000000 + the worker's pid, default
+    # policy), else our own (a user namespace maps only it)
+    uid = st["Uid"][0]
+    assert st["Uid"] == [uid] * 4 and st["Gid"] == [uid] * 4, st
+    if os.geteuid() == 0:
+        assert 0x70000000 <= int(uid) < 0x70000000 + 4194304, st
+    else:
+        assert uid == str(os.geteuid()), st
     # as root the uid drop clears them; not root, setgroups is refused (a user namespace
     # maps only our own ids), so the caller's own group may stay
     assert st["Groups"] == [] if os.geteuid() == 0 else set(st["Groups"]) <= {str(os.getgid())}, st
