@@ -118,14 +118,17 @@ static const char *const arg_checked[] = {
 };
 static const char *const arg_checked_why[] = {
 	"narrowed to threads (CLONE_THREAD, no namespace flag), only with seccomp.threads",
-	"narrowed to descriptor flags, duplication, locks, pipe size and seals (never F_SETOWN, "
-	"F_SETOWN_EX, F_SETSIG, F_SETLEASE, F_NOTIFY)",
+	("narrowed to descriptor flags, duplication, locks, pipe size and seals (never F_SETOWN, "
+	 "F_SETOWN_EX, F_SETSIG, F_SETLEASE, F_NOTIFY)"),
 	"narrowed to TCGETS, TIOCGWINSZ, FIONREAD, FIOCLEX, FIONCLEX, FIONBIO",
 	"narrowed to the worker itself", "narrowed to the worker's own limits",
 	"narrowed to handlers other than SIGSYS's", "narrowed to the worker itself",
 };
 enum { ARG_CLONE, ARG_FCNTL, ARG_IOCTL, ARG_KILL, ARG_PRLIMIT, ARG_SIGACTION, ARG_TGKILL, ARG_COUNT };
 #define ARG_ALL ((1u << ARG_COUNT) - 1)
+/* One name, one reason and one bit each, in the same order (a merge once left them apart). */
+_Static_assert(PS_ARRAY_LEN(arg_checked) == ARG_COUNT + 1, "arg_checked and ARG_*");
+_Static_assert(PS_ARRAY_LEN(arg_checked_why) == ARG_COUNT, "arg_checked_why and ARG_*");
 
 static uint32_t deny_action(enum ps_seccomp_action a, int errno_val)
 {
