@@ -440,6 +440,17 @@ static int apply_seccomp_list(const struct ps_pctx *c, const struct field *f, co
 	return 0;
 }
 
+/* *path made absolute in place (kept as it is if that fails: it did open). */
+static void absolute(char **path)
+{
+	char *abs = realpath(*path, NULL);
+
+	if (abs) {
+		free(*path);
+		*path = abs;
+	}
+}
+
 /* "seccomp.profile": a Docker/OCI profile file, relative to the policy's own directory; null
  * drops a parent's. Read and checked now, so a bad profile is a policy error. */
 static int apply_profile(const struct ps_pctx *c, const struct field *f, const cJSON *v,
@@ -464,6 +475,7 @@ static int apply_profile(const struct ps_pctx *c, const struct field *f, const c
 			free(file);
 			return ps_pfail(c, path, "%s", perr);
 		}
+		absolute(&file);	/* so that check-policy's print loads from anywhere */
 	}
 	ps_seccomp_profile_free(p->seccomp_profile);
 	free(p->seccomp_profile_path);

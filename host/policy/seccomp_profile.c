@@ -618,14 +618,15 @@ int ps_policy_set_seccomp_profile(struct ps_policy *p, const char *path, char *e
 				  size_t errlen)
 {
 	struct ps_seccomp_profile *prof;
-	char *copy = strdup(path);
+	char *copy = realpath(path, NULL);	/* absolute, as one named by a policy */
 
-	if (!copy) {
-		snprintf(err, errlen, "--seccomp-profile: out of memory");
-		return -1;
-	}
 	if (ps_seccomp_profile_load(path, &prof, err, errlen) < 0) {
 		free(copy);
+		return -1;
+	}
+	if (!copy && !(copy = strdup(path))) {
+		ps_seccomp_profile_free(prof);
+		snprintf(err, errlen, "--seccomp-profile: out of memory");
 		return -1;
 	}
 	ps_seccomp_profile_free(p->seccomp_profile);

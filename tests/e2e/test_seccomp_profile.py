@@ -20,6 +20,11 @@ OTHERS_OFF = ["--disable-layer", "python", "--disable-layer", "identity", "--dis
               "landlock", "--disable-layer", "namespaces"]
 
 
+def save_json(path, doc):
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
 def profile(name):
     return os.path.join(SECCOMP, name)
 
@@ -306,6 +311,14 @@ def test_policy_names_a_profile_relative_to_itself(tmp_path):
     assert resolved["seccomp"]["profile"].endswith("seccomp/no-write.json")
     assert os.path.exists(resolved["seccomp"]["profile"])
     assert resolved["seccomp"]["groups"] == []   # the parent's groups do not apply
+    # check-policy's print is a policy of its own, loadable from anywhere (absolute path).
+    assert os.path.isabs(resolved["seccomp"]["profile"])
+    printed = {k: v for k, v in resolved.items()
+               if k not in ("name", "path", "extends", "seccomp_profile")}
+    printed["description"] = printed["description"] or "printed"
+    rc, out2, err = check(save_json(tmp_path / "printed.json", printed))
+    assert rc == 0, err
+    assert json.loads(out2)["seccomp"] == resolved["seccomp"]
     # A broken profile named by a policy: the policy error names both files.
     (tmp_path / "bad.json").write_text(json.dumps(rule(errnoRet=1)))
     pol = tmp_path / "pol.json"
