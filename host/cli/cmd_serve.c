@@ -389,6 +389,11 @@ int ps_cmd_serve(int argc, char **argv)
 		ps_err("%s", err);
 		goto out;
 	}
+	if (cfg.audit && (ret = ps_auditlog_start_writer(cfg.audit)) < 0) {
+		ps_err("audit log %s: its writer thread: %s", o.audit_log, strerror(-ret));
+		ret = PS_EXIT_INTERNAL;
+		goto out;
+	}
 	if (token) {
 		token_id(token, tid, sizeof(tid));
 		cfg.token_id = tid;

@@ -1,5 +1,7 @@
 /* The audit log writer (auditlog.h): a line is built whole, then written with one write(2)
- * on an O_APPEND descriptor under a mutex. */
+ * on an O_APPEND descriptor. In serve a thread of its own writes, from a bounded queue, so
+ * that a slow or hung disk never holds an answer up (a line that finds the queue full is
+ * lost, counted and reported); elsewhere the caller writes, after its run. */
 #include "auditlog.h"
 
 #include <cjson/cJSON.h>
@@ -17,13 +19,23 @@
 
 #include "util/util.h"
 
+enum {
+	QUEUE_MAX = 4096,	/* lines waiting for the writer thread */
+	CLOSE_WAIT_S = 5,	/* how long the close waits for them */
+};
+
 struct ps_auditlog {
 	int fd;
 	bool own_fd;
 	char *path;
-	pthread_mutex_t mu;
+	pthread_mutex_t mu;	/* guards everything below */
 	unsigned long lost;	/* lines not written */
 	int last_errno;		/* the error already reported (reported again when it changes) */
+	bool writer, stop, full_reported;
+	pthread_t th;
+	pthread_cond_t cv;
+	struct line { char *s; size_t n; } queue[QUEUE_MAX];
+	size_t head, count;
 };
 
 int ps_auditlog_open(const char *path, struct ps_auditlog **out, char *err, size_t errlen)
@@ -61,6 +73,24 @@ void ps_auditlog_close(struct ps_auditlog *l)
 {
 	if (!l)
 		return;
+	if (l->writer) {	/* the writer drains the queue, then ends; a hung log can't hold us */
+		struct timespec until;
+
+		pthread_mutex_lock(&l->mu);
+		l->stop = true;
+		pthread_cond_signal(&l->cv);
+		pthread_mutex_unlock(&l->mu);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += CLOSE_WAIT_S;
+		if (pthread_timedjoin_np(l->th, NULL, &until)) {
+			pthread_mutex_lock(&l->mu);
+			ps_err("audit log %s: %zu line(s) still waiting after %d s: not written",
+			       l->path, l->count + 1, CLOSE_WAIT_S);
+			pthread_mutex_unlock(&l->mu);
+			return;	/* the writer still uses l: the process is about to end anyway */
+		}
+		pthread_cond_destroy(&l->cv);
+	}
 	if (l->lost)
 		ps_err("audit log %s: %lu line(s) could not be written", l->path, l->lost);
 	if (l->own_fd)
@@ -71,23 +101,17 @@ void ps_auditlog_close(struct ps_auditlog *l)
 }
 
 /* One line, one write: a short write (a disk filling up mid-line) counts as lost. */
-static void emit(struct ps_auditlog *l, cJSON *o)
+static void write_line(struct ps_auditlog *l, char *s, size_t n)
 {
-	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
-	size_t n = s ? strlen(s) : 0;
-	ssize_t w = -1;
-	int e = ENOMEM;
+	ssize_t w;
+	int e;
 
-	cJSON_Delete(o);
-	if (s) {
-		s[n] = '\n';	/* over the NUL: the line goes out in one write */
-		do
-			w = write(l->fd, s, n + 1);
-		while (w < 0 && errno == EINTR);
-		e = w < 0 ? errno : EIO;
-	}
+	do
+		w = write(l->fd, s, n);
+	while (w < 0 && errno == EINTR);
+	e = w < 0 ? errno : EIO;
 	pthread_mutex_lock(&l->mu);
-	if (w != (ssize_t)n + 1) {
+	if (w != (ssize_t)n) {
 		l->lost++;
 		if (e != l->last_errno)
 			ps_err("audit log %s: write: %s (the run goes on; lines are lost until this "
@@ -98,6 +122,81 @@ static void emit(struct ps_auditlog *l, cJSON *o)
 	}
 	pthread_mutex_unlock(&l->mu);
 	free(s);
+}
+
+static void *writer(void *arg)
+{
+	struct ps_auditlog *l = arg;
+
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		struct line ln;
+
+		while (!l->count && !l->stop)
+			pthread_cond_wait(&l->cv, &l->mu);
+		if (!l->count)
+			break;
+		ln = l->queue[l->head];
+		l->head = (l->head + 1) % QUEUE_MAX;
+		l->count--;
+		pthread_mutex_unlock(&l->mu);
+		write_line(l, ln.s, ln.n);
+		pthread_mutex_lock(&l->mu);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+int ps_auditlog_start_writer(struct ps_auditlog *l)
+{
+	int rc;
+
+	pthread_cond_init(&l->cv, NULL);
+	rc = pthread_create(&l->th, NULL, writer, l);
+	if (rc) {
+		pthread_cond_destroy(&l->cv);
+		return -rc;
+	}
+	l->writer = true;
+	return 0;
+}
+
+static void enqueue(struct ps_auditlog *l, char *s, size_t n)
+{
+	pthread_mutex_lock(&l->mu);
+	if (l->count == QUEUE_MAX) {
+		l->lost++;
+		if (!l->full_reported)
+			ps_err("audit log %s: %d lines wait for the disk; lines are lost until it "
+			       "catches up", l->path, QUEUE_MAX);
+		l->full_reported = true;
+		free(s);
+	} else {
+		l->queue[(l->head + l->count) % QUEUE_MAX] = (struct line){ s, n };
+		l->count++;
+		l->full_reported = false;
+		pthread_cond_signal(&l->cv);
+	}
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void emit(struct ps_auditlog *l, cJSON *o)
+{
+	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+	size_t n = s ? strlen(s) : 0;
+
+	cJSON_Delete(o);
+	if (!s) {
+		pthread_mutex_lock(&l->mu);
+		l->lost++;
+		pthread_mutex_unlock(&l->mu);
+		return;
+	}
+	s[n] = '\n';	/* over the NUL: the line goes out in one write */
+	if (l->writer)
+		enqueue(l, s, n + 1);
+	else
+		write_line(l, s, n + 1);
 }
 
 static void add_str(cJSON *o, const char *key, const char *v)

@@ -1,8 +1,8 @@
 /* The audit log: one JSON line per run and, in serve, one per refused request, for an
  * operator's monitoring. Shared by `pysnip exec --audit-log` and `pysnip serve --audit-log`.
  *
- * Append-only (O_APPEND), one write(2) per line under a mutex, so that lines of concurrent
- * runs never interleave; never fatal: a failed write (a full disk) is reported on stderr,
+ * Append-only (O_APPEND), one write(2) per line, so that lines of concurrent runs never
+ * interleave; never fatal: a failed write (a full disk) is reported on stderr,
  * once per kind of error, and counted; the run goes on. "-" is standard output, written
  * without blocking (a line that would block is dropped and counted). The bearer token is
  * never written: only its id (a one-way digest, computed by the caller). */
@@ -15,7 +15,11 @@ struct ps_auditlog;
 
 /* 0, or -1 with "audit log FILE: reason" in err. */
 int ps_auditlog_open(const char *path, struct ps_auditlog **out, char *err, size_t errlen);
-void ps_auditlog_close(struct ps_auditlog *l);	/* reports lost lines, if any */
+void ps_auditlog_close(struct ps_auditlog *l);	/* writes what waits; reports lost lines */
+/* serve: a thread of its own writes the lines from a bounded queue, so a slow disk holds no
+ * answer up (a line that finds the queue full is lost, and counted). Not for a process that
+ * enters namespaces after (exec, whose parent must stay single-threaded). 0 or -errno. */
+int ps_auditlog_start_writer(struct ps_auditlog *l);
 
 /* Who asked: NULL fields are written as null. */
 struct ps_audit_who {

@@ -105,8 +105,16 @@ def server(tmp_path_factory):
     s.stop()
 
 
-def lines_for(server, rid):
-    return [l for l in read_lines(server.log) if l["request_id"] == rid]
+def lines_for(server, rid, n=1):
+    """The log's lines of request rid, once there are n of them: serve's writer thread
+    writes them just after the answer (a few seconds at most, else what there is)."""
+    import time
+    deadline = time.time() + 10
+    while True:
+        got = [l for l in read_lines(server.log) if l["request_id"] == rid]
+        if len(got) >= n or time.time() > deadline:
+            return got
+        time.sleep(0.01)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -128,7 +136,7 @@ def test_serve_batch_logs_one_line_per_input(server):
                                          {"code": "print(int(input()) * 2)", "stdin": ["1", "x"]},
                                          headers={"X-Request-Id": "test-batch"})
     assert status == 200
-    lines = lines_for(server, "test-batch")
+    lines = lines_for(server, "test-batch", 2)
     assert [l["index"] for l in lines] == [0, 1]
     for l, v in zip(lines, verdicts):
         same_as_verdict(l, v)
@@ -160,7 +168,7 @@ def test_serve_logs_refused_requests(server):
         codes = list(ex.map(slow, range(3)))
     assert codes.count(429) >= 1, codes
     refused = [l for i in range(3) for l in lines_for(server, "test-429-%d" % i)
-               if l["kind"] == "refused"]
+               if l["kind"] == "refused"]   # each request has its one line by now
     assert len(refused) == codes.count(429)
     assert all(l["http_status"] == 429 for l in refused)
     with open(server.log) as f:
@@ -219,3 +227,38 @@ def test_serve_log_to_stdout():
     finally:
         p.terminate()
         p.wait(timeout=60)
+
+
+def test_a_stuck_log_never_holds_an_answer(tmp_path):
+    """The log is a FIFO nobody reads: the pipe fills after a few lines, its writer thread
+    blocks, and the answers keep coming; what was queued is written once it drains."""
+    import time
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    keep = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)   # a reader that does not read
+    s = Server("--policy", "default", "--workers", "2", "--audit-log", str(fifo))
+    try:
+        code = ("for i in range(40):\n    try: open('/nonexistent/%d' % i + 'x' * 200)\n"
+                "    except PermissionError: pass\n")
+        t = time.time()
+        for i in range(30):      # ~11 kB a line: far past the pipe's 64 kB
+            status, _, v = s.request("POST", "/v1/exec", {"code": code},
+                                     headers={"X-Request-Id": "stuck-%d" % i})
+            assert status == 200 and v["status"] == "ok", v
+        took = time.time() - t
+        data = b""
+        deadline = time.time() + 30
+        while data.count(b"\n") < 30 and time.time() < deadline:
+            try:
+                chunk = os.read(keep, 1 << 20)
+            except BlockingIOError:
+                chunk = b""
+            data += chunk
+            if not chunk:
+                time.sleep(0.01)
+    finally:
+        s.stop()
+        os.close(keep)
+    lines = [json.loads(l) for l in data.decode().splitlines()]
+    assert [l["request_id"] for l in lines] == ["stuck-%d" % i for i in range(30)]
+    assert took < 30, took
