@@ -267,3 +267,19 @@ def test_killed_learn_leaves_no_process():
         time.sleep(0.05)
     left = [c for c in tree if os.path.exists("/proc/%d" % c)]
     assert not left, left
+
+
+def test_file_and_stdin(tmp_path):
+    snippet = tmp_path / "s.py"
+    snippet.write_text("import os\nname = input()\nprint(name, os.sched_getscheduler(0))\n")
+    data = tmp_path / "in.txt"
+    data.write_text("abc\n")
+    p = subprocess.run([PYSNIP, "learn", "--stdin", str(data), str(snippet)],
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["seccomp"]["allow"] == ["sched_getscheduler"]
+    # Without the data the snippet ends at input() (EOFError) before the syscall: nothing
+    # to learn, which shows the data reached it.
+    p = subprocess.run([PYSNIP, "learn", str(snippet)], capture_output=True, timeout=120)
+    assert p.returncode == 0 and "seccomp" not in json.loads(p.stdout), p.stdout
+    assert b"the last ended 'exception'" in p.stderr
