@@ -189,6 +189,11 @@ int ps_cmd_exec(int argc, char **argv)
 	}
 	if (o.server && !ps_exec_client)	/* before anything reads our stdin */
 		return exec_via_serve(argc, argv);
+	if (o.seccomp_profile && o.server) {
+		ps_err("--seccomp-profile: with --server, the server's policies decide (serve "
+		       "--policy FILE naming the profile)");
+		return PS_EXIT_USAGE;
+	}
 	if (o.audit_log && o.server) {
 		ps_err("--audit-log: with --server, the server keeps the log (serve --audit-log)");
 		return PS_EXIT_USAGE;

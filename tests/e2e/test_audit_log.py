@@ -262,3 +262,10 @@ def test_a_stuck_log_never_holds_an_answer(tmp_path):
     lines = [json.loads(l) for l in data.decode().splitlines()]
     assert [l["request_id"] for l in lines] == ["stuck-%d" % i for i in range(30)]
     assert took < 30, took
+
+
+def test_with_server_exec_keeps_no_log(tmp_path):
+    verdict, rc, err = run_exec("print(1)\n", "--server", "http://127.0.0.1:1",
+                                "--audit-log", str(tmp_path / "x.jsonl"))
+    assert rc == 1 and verdict is None and "the server keeps the log" in err
+    assert not (tmp_path / "x.jsonl").exists()

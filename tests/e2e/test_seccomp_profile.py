@@ -360,3 +360,10 @@ def test_serve_runs_profile_policies():
         assert v["denials"][0]["event"] == "write"
     finally:
         s.stop()
+
+
+def test_with_server_the_option_is_refused():
+    verdict, rc, err = run_exec("print(1)\n", "--server", "http://127.0.0.1:1",
+                                "--seccomp-profile", profile("no-write.json"))
+    assert rc == 1 and verdict is None
+    assert "--seccomp-profile: with --server, the server's policies decide" in err
