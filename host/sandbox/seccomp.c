@@ -560,8 +560,10 @@ static int add_learn_rules(scmp_filter_ctx ctx, const struct ps_policy *p, char 
 /* Learn via SCMP_ACT_LOG: every native syscall the rules above do not name is allowed and
  * logged, except what pysnip never allows and the argument-checked ones, whose calls outside
  * the check fall to the default (EPERM): a call that notify mode would refuse fails here too.
- * Whether libseccomp already has a rule for a syscall cannot be asked: adding LOG to one it
- * has fails with EEXIST, which is what "already listed" means here. */
+ * libseccomp 2.5.4 keeps an unconditional rule a syscall already has (an allowed one stays
+ * allowed, unlogged) but lets an unconditional rule replace conditional ones: that is why the
+ * argument-checked syscalls get none here, and why a profile's argument filter is lifted
+ * while learning this way (its other calls are logged, so learned, as in notify mode). */
 static int add_log_rules(scmp_filter_ctx ctx, const struct ps_policy *p, char *err,
 			 size_t errlen)
 {
