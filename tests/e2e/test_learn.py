@@ -283,3 +283,27 @@ def test_file_and_stdin(tmp_path):
     p = subprocess.run([PYSNIP, "learn", str(snippet)], capture_output=True, timeout=120)
     assert p.returncode == 0 and "seccomp" not in json.loads(p.stdout), p.stdout
     assert b"the last ended 'exception'" in p.stderr
+
+
+# Every syscall of @time, raw (the vDSO would answer clock_gettime without one).
+ALL_OF_TIME = (
+    "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "libc.syscall.restype = ctypes.c_long\n"
+    "ts = (ctypes.c_long * 2)(0, 1000)\nbuf = (ctypes.c_long * 8)()\n"
+    "calls = [(229, 1, buf), (228, 1, buf), (230, 1, 0, ts, 0), (96, buf, 0), (35, ts, 0),\n"
+    "         (201, 0), (100, buf)]   # getres gettime nanosleep(clock) gettimeofday ...\n"
+    "print([libc.syscall(*c) >= 0 for c in calls])\n")
+
+
+def test_a_whole_group_is_learned_as_the_group(tmp_path):
+    groups = ["@python-runtime", "@basic-io", "@memory", "@signals", "@fs-read",
+              "@fs-write", "@process-info"]                # the default's, less @time
+    base = save(tmp_path, {"seccomp": {"groups": groups}}, "no-time.json")   # built-in defaults
+    policy, err = learn(ALL_OF_TIME + "import os\nos.sched_getscheduler(0)\n", "--policy", base,
+                        *PYTHON_OFF)
+    assert policy["extends"] == "no-time"
+    assert policy["seccomp"]["groups"] == groups + ["@time"]
+    assert policy["seccomp"]["allow"] == ["sched_getscheduler"]   # a single one stays single
+    verdict, rc, e = run_exec(ALL_OF_TIME, "--policy", save(tmp_path, policy), *PYTHON_OFF)
+    assert verdict["status"] == "ok" and verdict["denials"] == [], verdict
+    assert verdict["stdout"] == "[True, True, True, True, True, True, True]\n"
