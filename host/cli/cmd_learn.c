@@ -384,6 +384,14 @@ static int learn(const struct ps_opts *o, const struct ps_policy *base,
 		}
 	}
 	out = learned_policy(base, &l, base->extends != NULL);
+	if (out && base->extends) {	/* whole: say where it came from */
+		char desc[256];
+
+		snprintf(desc, sizeof(desc), "learned by pysnip learn from '%s' (which extends "
+			 "'%s'): review before use", base->name, base->extends);
+		cJSON_DeleteItemFromObjectCaseSensitive(out, "description");
+		cJSON_AddStringToObject(out, "description", desc);
+	}
 	text = out ? (o->pretty ? cJSON_Print(out) : cJSON_PrintUnformatted(out)) : NULL;
 	cJSON_Delete(out);
 	if (!text) {
