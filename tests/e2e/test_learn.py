@@ -307,3 +307,18 @@ def test_a_whole_group_is_learned_as_the_group(tmp_path):
     verdict, rc, e = run_exec(ALL_OF_TIME, "--policy", save(tmp_path, policy), *PYTHON_OFF)
     assert verdict["status"] == "ok" and verdict["denials"] == [], verdict
     assert verdict["stdout"] == "[True, True, True, True, True, True, True]\n"
+
+
+LANDLOCK_PROBE = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                  "fd = libc.open(b'/etc/hostname', os.O_RDONLY)\n"
+                  "assert fd == -1 and ctypes.get_errno() == 13, (fd, ctypes.get_errno())\n")
+
+
+def test_the_other_layers_hold_while_learning():
+    # Landlock refuses a read outside the grants while the filter only reports...
+    policy, err = learn(LANDLOCK_PROBE, *PYTHON_OFF)
+    assert "the last ended 'ok'" in err, err
+    assert "filesystem" not in policy    # a kernel refusal is not learned
+    # ...and that is Landlock's doing: without it the same open succeeds.
+    policy, err = learn(LANDLOCK_PROBE, *PYTHON_OFF, "--disable-layer", "landlock")
+    assert "the last ended 'exception'" in err, err
