@@ -369,7 +369,7 @@ int ps_cmd_serve(int argc, char **argv)
 	struct ps_opts o;
 	char *token = NULL, tid[48], err[512];
 	sigset_t block;
-	int ret = PS_EXIT_USAGE;
+	int ret = PS_EXIT_USAGE, werr;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 
 	if (ps_cli_parse(PS_CMD_SERVE, argc, argv, &o) < 0)
@@ -389,8 +389,8 @@ int ps_cmd_serve(int argc, char **argv)
 		ps_err("%s", err);
 		goto out;
 	}
-	if (cfg.audit && (ret = ps_auditlog_start_writer(cfg.audit)) < 0) {
-		ps_err("audit log %s: its writer thread: %s", o.audit_log, strerror(-ret));
+	if (cfg.audit && (werr = ps_auditlog_start_writer(cfg.audit)) < 0) {
+		ps_err("audit log %s: its writer thread: %s", o.audit_log, strerror(-werr));
 		ret = PS_EXIT_INTERNAL;
 		goto out;
 	}

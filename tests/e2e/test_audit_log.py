@@ -269,3 +269,12 @@ def test_with_server_exec_keeps_no_log(tmp_path):
                                 "--audit-log", str(tmp_path / "x.jsonl"))
     assert rc == 1 and verdict is None and "the server keeps the log" in err
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_serve_usage_error_with_a_log_still_exits_1(tmp_path):
+    import subprocess
+    from conftest import PYSNIP
+    p = subprocess.run([PYSNIP, "serve", "--listen", "256.1.1.1:99999", "--audit-log",
+                        str(tmp_path / "a.jsonl")], capture_output=True, timeout=60)
+    assert p.returncode == 1, p.stderr
+    assert b"--listen 256.1.1.1:99999" in p.stderr
