@@ -52,7 +52,7 @@ static cJSON *seen_json(const struct ps_notify_report *rep)
  * ... syscall=NR ... code=0x7ffc0000"); /dev/kmsg gives them one a read. Opened (at its end)
  * before the run, read to the end after it, keeping the worker's own. */
 
-enum { AUDIT_SECCOMP = 1326 };
+enum { AUDIT_SECCOMP = 1326, QUIET_MS = 50, KMSG_WAIT_MS = 1000 };
 
 static int kmsg_open(char *err, size_t errlen)
 {
@@ -85,16 +85,24 @@ static cJSON *kmsg_seen(int fd, pid_t pid)
 	uint32_t count[PS_NOTIFY_MAX_NR] = { 0 };
 	uint8_t refused[PS_NOTIFY_MAX_NR] = { 0 };
 	struct ps_notify_report rep;
+	uint64_t end = ps_now_us() + KMSG_WAIT_MS * 1000, last = ps_now_us();
 	char rec[8192];
 	ssize_t n;
 
-	while ((n = read(fd, rec, sizeof(rec) - 1)) != 0) {
+	/* The kernel's audit thread prints the records a little after the calls: read until
+	 * the log has been quiet for QUIET_MS, and at most KMSG_WAIT_MS in all (other
+	 * processes' records may never stop). */
+	while (ps_now_us() - last < QUIET_MS * 1000 && ps_now_us() < end) {
 		unsigned long type, rpid, nr, code;
 
+		n = read(fd, rec, sizeof(rec) - 1);
 		if (n < 0 && errno == EPIPE)
 			continue;	/* records overwritten before we read them */
-		if (n < 0)
-			break;		/* EAGAIN: the end */
+		if (n <= 0) {
+			usleep(10 * 1000);
+			continue;
+		}
+		last = ps_now_us();
 		rec[n] = '\0';
 		if (!strstr(rec, "audit: type=") || !field(rec, "type=", &type) ||
 		    type != AUDIT_SECCOMP || !field(rec, "pid=", &rpid) || rpid != (unsigned long)pid ||
