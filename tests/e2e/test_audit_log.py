@@ -24,11 +24,15 @@ CASES = {
     "audit": ("open('/etc/shadow')\n", []),
     # Not an audit event: the call reaches the filter, which kills and names it.
     "seccomp": ("import os\nos.sched_getscheduler(0)\n", []),
+    # The kernel's refusals, named by the verdict once the Python layer is out of the way.
+    "landlock": ("open('/etc/hostname').read()\n", ["--disable-layer", "python"]),
+    "identity": ("open('/etc/shadow').read()\n", ["--disable-layer", "python"]),
     "ok": ("print('hi')\n", []),
     "exception": ("1 / 0\n", []),
     "timeout": ("while True: pass\n", ["--wall-time", "300ms", "--cpu-time", "5s"]),
 }
-WANT_LAYER = {"import": "import", "audit": "audit", "seccomp": "seccomp"}
+WANT_LAYER = {"import": "import", "audit": "audit", "seccomp": "seccomp",
+              "landlock": "landlock", "identity": "identity"}
 
 
 def read_lines(path):
@@ -117,9 +121,21 @@ def lines_for(server, rid, n=1):
         time.sleep(0.01)
 
 
+@pytest.fixture(scope="module")
+def server_python_off(tmp_path_factory):
+    log = tmp_path_factory.mktemp("audit") / "serve-python-off.jsonl"
+    s = Server("--policy", "default", "--workers", "1", "--disable-layer", "python",
+               "--audit-log", str(log), token=TOKEN)
+    s.log = str(log)
+    yield s
+    s.stop()
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_serve_logs_each_run_like_its_verdict(server, name):
+def test_serve_logs_each_run_like_its_verdict(server, name, request):
     code, args = CASES[name]
+    if "--disable-layer" in args:     # a server of its own, started with that layer off
+        server = request.getfixturevalue("server_python_off")
     limits = {"wall": "300ms"} if name == "timeout" else {}
     rid = "test-" + name
     status, _, verdict = server.request("POST", "/v1/exec", {"code": code, "limits": limits},
@@ -127,6 +143,8 @@ def test_serve_logs_each_run_like_its_verdict(server, name):
     assert status == 200, verdict
     (line,) = lines_for(server, rid)
     same_as_verdict(line, verdict)
+    if name in WANT_LAYER:
+        assert verdict["status"] == "denied" and line["denials"][0]["layer"] == WANT_LAYER[name]
     assert line["client"].startswith("127.0.0.1:")
     assert line["token_id"].startswith("sha256crypt:") and TOKEN not in line["token_id"]
 
