@@ -367,3 +367,39 @@ def test_with_server_the_option_is_refused():
                                 "--seccomp-profile", profile("no-write.json"))
     assert rc == 1 and verdict is None
     assert "--seccomp-profile: with --server, the server's policies decide" in err
+
+
+def test_docker_conditions_are_decided_for_this_worker(tmp_path):
+    """No capability, x86-64 ("amd64"), the running kernel: which entries apply."""
+    def entry(name, **cond):
+        return dict({"names": [name], "action": "SCMP_ACT_ALLOW"}, **cond)
+    doc = {"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [
+        entry("read"),                                              # applies
+        entry("getcpu", includes={"caps": ["CAP_SYS_ADMIN"]}),      # not ours: skipped
+        entry("getpriority", excludes={"caps": ["CAP_SYS_ADMIN"]}),  # we hold none: applies
+        entry("sched_getscheduler", includes={"arches": ["arm64"]}),  # skipped
+        entry("sched_getparam", includes={"arches": ["amd64", "x32"]}),  # applies
+        entry("sysinfo", excludes={"arches": ["amd64"]}),           # skipped
+        entry("times", includes={"minKernel": "3.0"}),              # applies
+        entry("uname", includes={"minKernel": "999.0"}),            # skipped
+    ]}
+    rc, out, err = check("--seccomp-profile", save_json(tmp_path / "c.json", doc))
+    assert rc == 0, err
+    rep = json.loads(out)["seccomp_profile"]
+    assert (rep["entries"], rep["entries_not_for_this_host"]) == (4, 4)
+    # And the filter agrees: the applied entries' syscalls run, the skipped ones fail (EPERM).
+    code = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "libc.syscall.restype = ctypes.c_long\nb = (ctypes.c_long * 64)()\n"
+            "r = {n: libc.syscall(nr, *a) for n, nr, a in [('getcpu', 309, (b, b, None)),\n"
+            " ('getpriority', 140, (0, 0)), ('sched_getscheduler', 145, (0,)),\n"
+            " ('sched_getparam', 143, (0, b)), ('times', 100, (b,))]}\n"
+            "print(sorted(n for n, v in r.items() if v >= 0))\n")
+    full = json.load(open(profile("pysnip-default.json")))
+    full["defaultAction"] = "SCMP_ACT_ERRNO"
+    full["syscalls"][0]["names"] = [n for n in full["syscalls"][0]["names"]
+                                    if n not in ("sysinfo", "uname", "times")]
+    full["syscalls"] += doc["syscalls"][1:]
+    verdict, rc, err = run_exec(code, "--seccomp-profile",
+                                save_json(tmp_path / "f.json", full), *OTHERS_OFF)
+    assert rc == 0, err
+    assert verdict["stdout"] == "['getpriority', 'sched_getparam', 'times']\n", verdict
