@@ -359,6 +359,23 @@ def test_slow_clients_are_cut_at_the_header_timeout():
         s.stop()
 
 
+def test_a_lone_idle_connection_is_cut_too():
+    """MHD tells of a new connection from another thread, after the accept: the accept loop,
+    finding no untrusted connection yet, waited for the next accept for ever, and a lone idle
+    connection on a quiet server was never cut."""
+    s = Server("--workers", "1", "--policy", "default", "--header-timeout", "300ms",
+               token="the-token")
+    try:
+        for _ in range(5):
+            k = socket.create_connection((s.host, s.port))
+            t0 = time.monotonic()
+            w = closed_after(k, 2)
+            k.close()
+            assert w is not None and 0.25 < time.monotonic() - t0 < 1.0, w
+    finally:
+        s.stop()
+
+
 def test_unauthenticated_connections_are_counted():
     """At most max_conns / 2 connections that have not passed the token check (here NOFILE
     128: 36 connections, 18 untrusted); past it a 503, and an authenticated client still gets
