@@ -14,7 +14,11 @@ import time
 
 import pytest
 
+from conftest import SANITIZER
 from servekit import PYSNIP, Server, wait_for
+
+# ASan keeps freed memory in quarantine (hundreds of MB): RSS says nothing about what we hold
+RSS_MEANINGFUL = not SANITIZER
 
 
 def raw_request(srv, method, path, body=b"", headers=None, timeout=10):
@@ -251,7 +255,7 @@ def test_unauthenticated_upload_refused_on_its_headers():
             except OSError:
                 pass                    # closed on us: what we want
             k.close()
-        assert s.rss_kb() - rss0 < 8 << 10, (rss0, s.rss_kb())
+        assert not RSS_MEANINGFUL or s.rss_kb() - rss0 < 8 << 10, (rss0, s.rss_kb())
         # the same for a missing token, a 404 and a 405: all decided on the headers
         for path, token, want in (("/v1/exec", None, 401), ("/v1/nope", "the-token", 404),
                                   ("/healthz", "the-token", 405)):
@@ -562,6 +566,8 @@ print(len(found))
 '''
 
 
+@pytest.mark.skipif(SANITIZER, reason="under ASan the writable mappings include its shadow "
+                    "memory (terabytes reserved) and its allocator's: no scan to make")
 def test_worker_memory_holds_no_other_runs_token():
     """The zygote kept every live worker's report token; each worker forked later held them
     all (3 after a few runs here). Only its own is left (found: the scan works)."""
@@ -597,7 +603,8 @@ def test_batch_answer_is_bounded_before_it_starts():
         st, _, e = s.request("POST", "/v1/batch", {"code": FLOOD, "stdin": [""] * 16})
         assert st == 400 and e["field"] == "limits.output", e
         assert "give limits.output 682K or less" in e["error"], e
-        assert time.monotonic() - t0 < 1 and s.rss_kb() - rss0 < 4 << 10
+        assert time.monotonic() - t0 < 1
+        assert not RSS_MEANINGFUL or s.rss_kb() - rss0 < 4 << 10
         # control: the limit it names is accepted, and the answer is what the cap let through
         st, _, vs = s.request("POST", "/v1/batch", {"code": FLOOD, "stdin": [""] * 4,
                                                      "limits": {"output": "1M"}})
@@ -605,7 +612,7 @@ def test_batch_answer_is_bounded_before_it_starts():
         for v in vs:
             assert v["status"] == "output_limit" and v["truncated"] is True
             assert v["stdout"] == "\x01" * (1 << 20)
-        assert s.rss_kb() - rss0 < 64 << 10, (rss0, s.rss_kb())
+        assert not RSS_MEANINGFUL or s.rss_kb() - rss0 < 64 << 10, (rss0, s.rss_kb())
     finally:
         s.stop()
 
