@@ -36,6 +36,7 @@ struct ps_acceptor {
 	pthread_mutex_t mu;		/* guards the list and the counts */
 	struct conn untrusted;		/* list head */
 	unsigned conns, n_untrusted;
+	struct ps_accept_stats st;	/* counters only; conns/untrusted filled when read */
 	uint64_t paused_until_us;
 	int stop[2];
 	int wake[2];			/* a connection started (non-blocking both ends) */
@@ -171,6 +172,7 @@ static void cut_overdue(struct ps_acceptor *a)
 			continue;
 		shutdown(c->fd, SHUT_RDWR);
 		c->cut = true;
+		a->st.cut++;
 	}
 	pthread_mutex_unlock(&a->mu);
 }
@@ -214,18 +216,27 @@ static void accept_some(struct ps_acceptor *a)
 			ps_serve_log("accept: %s%s; not accepting for %d ms", strerror(e),
 				     out_of_resources(e) ? " (the backlog waits)" : "", PAUSE_MS);
 			a->paused_until_us = ps_now_us() + PAUSE_MS * 1000;
+			pthread_mutex_lock(&a->mu);
+			a->st.paused++;
+			pthread_mutex_unlock(&a->mu);
 			return;
 		}
 		pthread_mutex_lock(&a->mu);
 		conns = a->conns;
 		untrusted = a->n_untrusted;
 		pthread_mutex_unlock(&a->mu);
-		if (conns >= a->cfg.max_conns) {
-			refuse(fd, "too many connections; retry later");
-			continue;
-		}
-		if (untrusted >= a->cfg.max_untrusted) {
-			refuse(fd, "too many connections that have not authenticated; retry later");
+		if (conns >= a->cfg.max_conns || untrusted >= a->cfg.max_untrusted) {
+			bool budget = conns >= a->cfg.max_conns;
+
+			refuse(fd, budget ? "too many connections; retry later"
+					  : "too many connections that have not authenticated; retry "
+					    "later");
+			pthread_mutex_lock(&a->mu);
+			if (budget)
+				a->st.refused_budget++;
+			else
+				a->st.refused_untrusted++;
+			pthread_mutex_unlock(&a->mu);
 			continue;
 		}
 		/* MHD owns (and closes) fd from here, also when it fails */
@@ -270,6 +281,15 @@ static void *accept_main(void *arg)
 		if (p[1].revents)
 			accept_some(a);
 	}
+}
+
+void ps_accept_stats(struct ps_acceptor *a, struct ps_accept_stats *st)
+{
+	pthread_mutex_lock(&a->mu);
+	*st = a->st;
+	st->conns = a->conns;
+	st->untrusted = a->n_untrusted;
+	pthread_mutex_unlock(&a->mu);
 }
 
 struct ps_acceptor *ps_accept_new(const struct ps_accept_config *cfg)

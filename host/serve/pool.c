@@ -209,13 +209,13 @@ static void *reader_main(void *arg)
 				     "(out of descriptors?); dropped", z->name,
 				     (unsigned long long)e.w.serial, e.w.tag ? " (forked for a request)"
 				     : ", a spare (the zygote replaces it)");
-			if (e.w.magic == PS_ZWORKER_MAGIC && e.w.tag) {
-				pthread_mutex_lock(&z->mu);
-				if (z->n_dropped < PS_ARRAY_LEN(z->dropped))
-					z->dropped[z->n_dropped++] = e.w.tag;
-				pthread_cond_broadcast(&z->cv);
-				pthread_mutex_unlock(&z->mu);
-			}
+			pthread_mutex_lock(&z->mu);
+			z->lost++;
+			if (e.w.magic == PS_ZWORKER_MAGIC && e.w.tag &&
+			    z->n_dropped < PS_ARRAY_LEN(z->dropped))
+				z->dropped[z->n_dropped++] = e.w.tag;
+			pthread_cond_broadcast(&z->cv);
+			pthread_mutex_unlock(&z->mu);
 			continue;
 		}
 		pthread_mutex_lock(&z->mu);

@@ -82,6 +82,7 @@ struct ps_zygote {
 	uint64_t next_tag;
 	uint64_t dropped[8];	/* tags of workers forked for a request that the front lost */
 	unsigned n_dropped;
+	unsigned lost;		/* workers the front could not receive */
 	unsigned restarts;
 };
 

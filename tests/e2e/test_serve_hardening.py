@@ -40,6 +40,16 @@ def raw_request(srv, method, path, body=b"", headers=None, timeout=10):
         c.close()
 
 
+def metric(srv, name):
+    """A value of /metrics (name with its labels, as printed)."""
+    st, _, text = srv.request("GET", "/metrics")
+    assert st == 200
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    raise AssertionError("%s not in /metrics" % name)
+
+
 def prlimit_nofile(pid, soft, hard):
     subprocess.run(["prlimit", "--pid", str(pid), "--nofile=%d:%d" % (soft, hard)], check=True)
 
@@ -101,6 +111,7 @@ def test_fd_exhaustion_pool_heals_and_log_is_bounded():
             assert st == 200 and v["stdout"] == "%d\n" % i, v
             assert time.monotonic() - t0 < 2
         assert s.fds_back_to(baseline), (baseline, s.fd_kinds())
+        assert metric(s, "pysnip_accept_paused_total") >= 1
     finally:
         for c in held:
             c.close()
@@ -129,6 +140,7 @@ def test_zygote_replaces_a_spare_the_front_dropped():
         prlimit_nofile(s.pid, 4096, 4096)
         # the pool is whole again: both spares (workers + 1), and every request answered at once
         assert s.fds_back_to(baseline, 5), (baseline, s.fd_kinds())
+        assert metric(s, 'pysnip_workers_lost_total{policy="default"}') >= 1
         for i in range(3):
             t0 = time.monotonic()
             st, _, v = s.request("POST", "/v1/exec", {"code": "print(%d)" % i},
@@ -203,9 +215,11 @@ def test_connections_past_the_descriptor_budget_get_503():
         st, e = raw_request(s, "GET", "/healthz")
         assert st == 503 and e["error"] == "too many connections; retry later", e
         held.pop().close()
-        assert wait_for(lambda: s.connections() == 35, 5)
-        st, e = raw_request(s, "GET", "/healthz")       # control: one place free
+        held.pop().close()
+        assert wait_for(lambda: s.connections() == 34, 5)
+        st, e = raw_request(s, "GET", "/healthz")       # control: places free again
         assert st == 200
+        assert metric(s, 'pysnip_connections_refused_total{reason="budget"}') == 1
     finally:
         for c in held:
             c.close()
@@ -347,6 +361,7 @@ def test_slow_clients_are_cut_at_the_header_timeout():
         assert all(w is not None for w in waits), waits
         elapsed = time.monotonic() - t0
         assert 1.0 <= elapsed < 2.0, elapsed
+        assert metric(s, "pysnip_connections_cut_total") == 20
         # an authenticated keep-alive connection is not cut: it outlives the timeout
         c = s.conn()
         st, _, _ = s.request("GET", "/metrics", conn=c)
@@ -401,6 +416,8 @@ def test_unauthenticated_connections_are_counted():
         assert wait_for(lambda: raw_request(s, "GET", "/healthz")[0] == 200, 2)
         st, _, v = s.exec("print(3)")
         assert st == 200 and v["stdout"] == "3\n"
+        assert metric(s, 'pysnip_connections_refused_total{reason="untrusted"}') == 1
+        assert metric(s, "pysnip_connections_cut_total") == 18
     finally:
         for k in idle:
             k.close()
