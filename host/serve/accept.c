@@ -36,8 +36,10 @@ struct ps_acceptor {
 	pthread_mutex_t mu;		/* guards the list and the counts */
 	struct conn untrusted;		/* list head */
 	unsigned conns, n_untrusted;
+	struct ps_accept_stats st;	/* counters only; conns/untrusted filled when read */
 	uint64_t paused_until_us;
 	int stop[2];
+	int wake[2];			/* a connection started (non-blocking both ends) */
 	pthread_t thread;
 	bool running;
 };
@@ -125,6 +127,9 @@ void ps_accept_notify(void *cls, struct MHD_Connection *mc, void **socket_contex
 		a->n_untrusted++;
 		pthread_mutex_unlock(&a->mu);
 		*socket_context = c;
+		/* MHD tells of a connection from another thread, after the accept: wake the
+		 * accept loop, which may be waiting with no untrusted connection to time */
+		(void)!write(a->wake[1], "w", 1);
 		return;
 	}
 	if (!c)
@@ -167,6 +172,7 @@ static void cut_overdue(struct ps_acceptor *a)
 			continue;
 		shutdown(c->fd, SHUT_RDWR);
 		c->cut = true;
+		a->st.cut++;
 	}
 	pthread_mutex_unlock(&a->mu);
 }
@@ -210,18 +216,27 @@ static void accept_some(struct ps_acceptor *a)
 			ps_serve_log("accept: %s%s; not accepting for %d ms", strerror(e),
 				     out_of_resources(e) ? " (the backlog waits)" : "", PAUSE_MS);
 			a->paused_until_us = ps_now_us() + PAUSE_MS * 1000;
+			pthread_mutex_lock(&a->mu);
+			a->st.paused++;
+			pthread_mutex_unlock(&a->mu);
 			return;
 		}
 		pthread_mutex_lock(&a->mu);
 		conns = a->conns;
 		untrusted = a->n_untrusted;
 		pthread_mutex_unlock(&a->mu);
-		if (conns >= a->cfg.max_conns) {
-			refuse(fd, "too many connections; retry later");
-			continue;
-		}
-		if (untrusted >= a->cfg.max_untrusted) {
-			refuse(fd, "too many connections that have not authenticated; retry later");
+		if (conns >= a->cfg.max_conns || untrusted >= a->cfg.max_untrusted) {
+			bool budget = conns >= a->cfg.max_conns;
+
+			refuse(fd, budget ? "too many connections; retry later"
+					  : "too many connections that have not authenticated; retry "
+					    "later");
+			pthread_mutex_lock(&a->mu);
+			if (budget)
+				a->st.refused_budget++;
+			else
+				a->st.refused_untrusted++;
+			pthread_mutex_unlock(&a->mu);
 			continue;
 		}
 		/* MHD owns (and closes) fd from here, also when it fails */
@@ -235,8 +250,10 @@ static void *accept_main(void *arg)
 	struct ps_acceptor *a = arg;
 
 	for (;;) {
-		struct pollfd p[2] = { { .fd = a->stop[0], .events = POLLIN },
-				       { .fd = a->cfg.listen_fd, .events = POLLIN } };
+		struct pollfd p[3] = { { .fd = a->stop[0], .events = POLLIN },
+				       { .fd = a->cfg.listen_fd, .events = POLLIN },
+				       { .fd = a->wake[0], .events = POLLIN } };
+		char drain[64];
 		uint64_t now = ps_now_us();
 		int timeout = -1;
 
@@ -248,7 +265,7 @@ static void *accept_main(void *arg)
 			p[1].fd = -1;
 			timeout = (int)((a->paused_until_us - now + 999) / 1000);
 		}
-		if (poll(p, 2, timeout) < 0) {
+		if (poll(p, 3, timeout) < 0) {
 			if (errno != EINTR) {
 				/* never give up accepting: say so, and look again in a moment */
 				ps_serve_log("accept loop: poll: %s", strerror(errno));
@@ -258,10 +275,21 @@ static void *accept_main(void *arg)
 		}
 		if (p[0].revents)
 			return NULL;
+		if (p[2].revents)
+			(void)!read(a->wake[0], drain, sizeof(drain));
 		cut_overdue(a);
 		if (p[1].revents)
 			accept_some(a);
 	}
+}
+
+void ps_accept_stats(struct ps_acceptor *a, struct ps_accept_stats *st)
+{
+	pthread_mutex_lock(&a->mu);
+	*st = a->st;
+	st->conns = a->conns;
+	st->untrusted = a->n_untrusted;
+	pthread_mutex_unlock(&a->mu);
 }
 
 struct ps_acceptor *ps_accept_new(const struct ps_accept_config *cfg)
@@ -271,6 +299,12 @@ struct ps_acceptor *ps_accept_new(const struct ps_accept_config *cfg)
 	if (!a)
 		return NULL;
 	if (pipe2(a->stop, O_CLOEXEC) < 0) {
+		free(a);
+		return NULL;
+	}
+	if (pipe2(a->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+		close(a->stop[0]);
+		close(a->stop[1]);
 		free(a);
 		return NULL;
 	}
@@ -316,6 +350,8 @@ void ps_accept_free(struct ps_acceptor *a)
 	ps_accept_stop(a);
 	close(a->stop[0]);
 	close(a->stop[1]);
+	close(a->wake[0]);
+	close(a->wake[1]);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
 }

@@ -31,6 +31,16 @@ void ps_accept_stop(struct ps_acceptor *a);
 /* After the daemon is stopped. */
 void ps_accept_free(struct ps_acceptor *a);
 
+/* What the bounds did, for /metrics. */
+struct ps_accept_stats {
+	unsigned long refused_budget;	/* past max_conns */
+	unsigned long refused_untrusted;	/* past max_untrusted */
+	unsigned long cut;		/* untrusted past untrusted_ms */
+	unsigned long paused;		/* accept paused, out of descriptors (or another error) */
+	unsigned conns, untrusted;	/* now */
+};
+void ps_accept_stats(struct ps_acceptor *a, struct ps_accept_stats *st);
+
 /* MHD_OPTION_NOTIFY_CONNECTION, with cls the acceptor. */
 void ps_accept_notify(void *cls, struct MHD_Connection *c, void **socket_context,
 		      enum MHD_ConnectionNotificationCode toe);

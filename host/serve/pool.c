@@ -27,7 +27,12 @@
 
 extern char **environ;
 
-enum { READY_TIMEOUT_MS = 120000, RESTART_WAIT_MS = 15000, FRAME_MAX = 512 << 20 };
+enum {
+	READY_TIMEOUT_MS = 120000,
+	RESTART_WAIT_MS = 15000,
+	FRAME_MAX = 512 << 20,
+	RESEND_WAIT_US = 100000,	/* a lost worker forked for a request is asked for again after */
+};
 
 /* ---------------------------------------------------------------- front side */
 
@@ -178,6 +183,7 @@ static int recv_worker(int ctl, struct ps_zidle *e)
 	struct cmsghdr *c;
 	ssize_t n;
 
+	memset(&e->w, 0, sizeof(e->w));
 	do
 		n = recvmsg(ctl, &m, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
@@ -209,9 +215,19 @@ static void *reader_main(void *arg)
 	while ((r = recv_worker(ctl, &e)) != 0) {
 		if (r < 0) {
 			/* What did arrive is closed: the worker reads EOF and exits, and the zygote,
-			 * reaping a spare nobody claimed, forks another. */
-			ps_serve_log("zygote %s: a worker's descriptors did not all arrive (out of "
-				     "descriptors?); dropped, the zygote replaces it", z->name);
+			 * reaping a spare nobody claimed, forks another. One forked for a request
+			 * is that request's to ask for again (take()). */
+			ps_serve_log("zygote %s: worker %llu%s: its descriptors did not all arrive "
+				     "(out of descriptors?); dropped", z->name,
+				     (unsigned long long)e.w.serial, e.w.tag ? " (forked for a request)"
+				     : ", a spare (the zygote replaces it)");
+			pthread_mutex_lock(&z->mu);
+			z->lost++;
+			if (e.w.magic == PS_ZWORKER_MAGIC && e.w.tag &&
+			    z->n_dropped < PS_ARRAY_LEN(z->dropped))
+				z->dropped[z->n_dropped++] = e.w.tag;
+			pthread_cond_broadcast(&z->cv);
+			pthread_mutex_unlock(&z->mu);
 			continue;
 		}
 		pthread_mutex_lock(&z->mu);
@@ -356,19 +372,32 @@ static void send_cmd(struct ps_zygote *z, const struct ps_zcmd *c)
 	pthread_mutex_unlock(&z->mu);
 }
 
+/* Was the worker forked for this tag lost on its way (reader_main)? Forgets it. z->mu held. */
+static bool was_dropped(struct ps_zygote *z, uint64_t tag)
+{
+	for (unsigned i = 0; i < z->n_dropped; i++) {
+		if (z->dropped[i] != tag)
+			continue;
+		z->dropped[i] = z->dropped[--z->n_dropped];
+		return true;
+	}
+	return false;
+}
+
 /* The oldest idle worker with this tag (0: a spare), waiting for one until deadline. For a
- * tag, the FORK command is sent again to a zygote that restarted meanwhile. */
+ * tag, the FORK command is sent again to a zygote that restarted meanwhile, or when the
+ * worker it forked was lost on its way. */
 static int take(struct ps_zygote *z, const struct ps_zcmd *fork_cmd, uint64_t deadline_us,
 		struct ps_zidle *out)
 {
-	uint64_t tag = fork_cmd ? fork_cmd->tag : 0;
+	uint64_t tag = fork_cmd ? fork_cmd->tag : 0, resend_us = 0;
 	unsigned gen = 0;
 	int ret = -1;
 
 	pthread_mutex_lock(&z->mu);
 	for (;;) {
 		struct timespec ts;
-		uint64_t t;
+		uint64_t t = ps_now_us(), until = deadline_us;
 
 		for (size_t i = 0; i < z->n_idle; i++) {
 			if (z->idle[i].w.tag != tag)
@@ -379,19 +408,26 @@ static int take(struct ps_zygote *z, const struct ps_zcmd *fork_cmd, uint64_t de
 			ret = 0;
 			goto out;
 		}
-		if (fork_cmd && z->ctl >= 0 && gen != z->generation) {
+		/* asked again after a loss, not at once: what made the front drop it may hold */
+		if (fork_cmd && !resend_us && was_dropped(z, tag))
+			resend_us = t + RESEND_WAIT_US;
+		if (fork_cmd && z->ctl >= 0 &&
+		    (gen != z->generation || (resend_us && t >= resend_us))) {
 			gen = z->generation;
+			resend_us = 0;
 			(void)send(z->ctl, fork_cmd, sizeof(*fork_cmd), MSG_NOSIGNAL);
 		}
-		t = ps_now_us();
 		if (t >= deadline_us)
 			goto out;
-		t = deadline_us;
-		ts.tv_sec = (time_t)(t / 1000000);
-		ts.tv_nsec = (long)(t % 1000000) * 1000;
+		if (resend_us && resend_us < until)
+			until = resend_us;
+		ts.tv_sec = (time_t)(until / 1000000);
+		ts.tv_nsec = (long)(until % 1000000) * 1000;
 		pthread_cond_timedwait(&z->cv, &z->mu, &ts);
 	}
 out:
+	if (ret < 0 && fork_cmd)
+		(void)was_dropped(z, tag);
 	pthread_mutex_unlock(&z->mu);
 	return ret;
 }

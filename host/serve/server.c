@@ -300,6 +300,26 @@ static enum MHD_Result handle_health(struct ps_server *s, struct MHD_Connection 
 	return respond(s, c, rq, MHD_HTTP_OK, strdup("{\"status\":\"ok\"}\n"), "application/json");
 }
 
+static void connection_metrics(struct ps_server *s, FILE *f)
+{
+	struct ps_accept_stats st;
+
+	ps_accept_stats(s->acceptor, &st);
+	fprintf(f, "# HELP pysnip_connections Open connections; of them, not yet past the token "
+		   "check.\n# TYPE pysnip_connections gauge\n"
+		   "pysnip_connections{state=\"open\"} %u\n"
+		   "pysnip_connections{state=\"untrusted\"} %u\n"
+		   "# HELP pysnip_connections_refused_total Connections answered 503 and closed.\n"
+		   "# TYPE pysnip_connections_refused_total counter\n"
+		   "pysnip_connections_refused_total{reason=\"budget\"} %lu\n"
+		   "pysnip_connections_refused_total{reason=\"untrusted\"} %lu\n"
+		   "# HELP pysnip_connections_cut_total Untrusted connections cut at --header-timeout.\n"
+		   "# TYPE pysnip_connections_cut_total counter\npysnip_connections_cut_total %lu\n"
+		   "# HELP pysnip_accept_paused_total Times accepting paused (out of descriptors).\n"
+		   "# TYPE pysnip_accept_paused_total counter\npysnip_accept_paused_total %lu\n",
+		st.conns, st.untrusted, st.refused_budget, st.refused_untrusted, st.cut, st.paused);
+}
+
 static void metrics_text(struct ps_server *s, FILE *f)
 {
 	uint64_t cum = 0;
@@ -342,6 +362,19 @@ static void metrics_text(struct ps_server *s, FILE *f)
 		fprintf(f, "pysnip_zygote_restarts_total{policy=\"%s\"} %u\n",
 			s->cfg.zygotes[i].name,
 			__atomic_load_n(&s->cfg.zygotes[i].restarts, __ATOMIC_RELAXED));
+	fprintf(f, "# HELP pysnip_workers_lost_total Workers the front could not receive "
+		   "(out of descriptors); each is replaced.\n"
+		   "# TYPE pysnip_workers_lost_total counter\n");
+	for (size_t i = 0; i < s->cfg.n; i++) {
+		struct ps_zygote *z = &s->cfg.zygotes[i];
+		unsigned lost;
+
+		pthread_mutex_lock(&z->mu);
+		lost = z->lost;
+		pthread_mutex_unlock(&z->mu);
+		fprintf(f, "pysnip_workers_lost_total{policy=\"%s\"} %u\n", z->name, lost);
+	}
+	connection_metrics(s, f);
 }
 
 static enum MHD_Result handle_metrics(struct ps_server *s, struct MHD_Connection *c,

@@ -80,6 +80,9 @@ struct ps_zygote {
 	struct ps_zidle *idle;
 	size_t n_idle, cap_idle;
 	uint64_t next_tag;
+	uint64_t dropped[8];	/* tags of workers forked for a request that the front lost */
+	unsigned n_dropped;
+	unsigned lost;		/* workers the front could not receive */
 	unsigned restarts;
 };
 

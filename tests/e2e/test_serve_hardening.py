@@ -14,7 +14,11 @@ import time
 
 import pytest
 
+from conftest import SANITIZER
 from servekit import PYSNIP, Server, wait_for
+
+# ASan keeps freed memory in quarantine (hundreds of MB): RSS says nothing about what we hold
+RSS_MEANINGFUL = not SANITIZER
 
 
 def raw_request(srv, method, path, body=b"", headers=None, timeout=10):
@@ -34,6 +38,16 @@ def raw_request(srv, method, path, body=b"", headers=None, timeout=10):
         return r.status, text.decode()
     finally:
         c.close()
+
+
+def metric(srv, name):
+    """A value of /metrics (name with its labels, as printed)."""
+    st, _, text = srv.request("GET", "/metrics")
+    assert st == 200
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    raise AssertionError("%s not in /metrics" % name)
 
 
 def prlimit_nofile(pid, soft, hard):
@@ -97,6 +111,7 @@ def test_fd_exhaustion_pool_heals_and_log_is_bounded():
             assert st == 200 and v["stdout"] == "%d\n" % i, v
             assert time.monotonic() - t0 < 2
         assert s.fds_back_to(baseline), (baseline, s.fd_kinds())
+        assert metric(s, "pysnip_accept_paused_total") >= 1
     finally:
         for c in held:
             c.close()
@@ -121,16 +136,49 @@ def test_zygote_replaces_a_spare_the_front_dropped():
         r = c.getresponse()
         assert r.status == 200 and json.loads(r.read())["stdout"] == "a\n"
         c.close()
-        assert wait_for(lambda: any("did not all arrive" in l for l in s.lines), 5), s.lines
+        assert wait_for(lambda: any("not all arrive" in l for l in s.lines), 5), s.lines
         prlimit_nofile(s.pid, 4096, 4096)
         # the pool is whole again: both spares (workers + 1), and every request answered at once
         assert s.fds_back_to(baseline, 5), (baseline, s.fd_kinds())
+        assert metric(s, 'pysnip_workers_lost_total{policy="default"}') >= 1
         for i in range(3):
             t0 = time.monotonic()
             st, _, v = s.request("POST", "/v1/exec", {"code": "print(%d)" % i},
                                  conn=None)
             assert st == 200 and v["stdout"] == "%d\n" % i
             assert time.monotonic() - t0 < 2
+    finally:
+        s.stop()
+
+
+def test_worker_forked_for_a_request_is_asked_for_again_when_lost():
+    """A request with a tighter scratch gets a worker forked for it (the tmpfs is mounted
+    before the request is known); lost on its way, it was waited for until the 15 s deadline
+    (500). The request asks again, and is answered once descriptors are back."""
+    s = Server("--workers", "1", "--policy", "default")
+    try:
+        s.settled_fds()                 # the spares are in: the only worker lost is its own
+        c = http.client.HTTPConnection(s.host, s.port, timeout=20)
+        c.connect()
+        assert wait_for(lambda: s.connections() == 1, 5)
+        prlimit_nofile(s.pid, 8, 4096)
+        res = []
+
+        def run():
+            c.request("POST", "/v1/exec", body=json.dumps(
+                {"code": "print('own')", "limits": {"scratch": "8M"}}))
+            r = c.getresponse()
+            res.append((r.status, json.loads(r.read())))
+        t = threading.Thread(target=run)
+        t.start()
+        assert wait_for(lambda: any("(forked for a request)" in l for l in s.lines), 5), s.lines
+        t0 = time.monotonic()
+        prlimit_nofile(s.pid, 4096, 4096)
+        t.join(20)
+        assert res and res[0][0] == 200 and res[0][1]["stdout"] == "own\n", res
+        assert res[0][1]["limits"]["scratch_bytes"] == 8 << 20
+        assert time.monotonic() - t0 < 3
+        c.close()
     finally:
         s.stop()
 
@@ -167,9 +215,11 @@ def test_connections_past_the_descriptor_budget_get_503():
         st, e = raw_request(s, "GET", "/healthz")
         assert st == 503 and e["error"] == "too many connections; retry later", e
         held.pop().close()
-        assert wait_for(lambda: s.connections() == 35, 5)
-        st, e = raw_request(s, "GET", "/healthz")       # control: one place free
+        held.pop().close()
+        assert wait_for(lambda: s.connections() == 34, 5)
+        st, e = raw_request(s, "GET", "/healthz")       # control: places free again
         assert st == 200
+        assert metric(s, 'pysnip_connections_refused_total{reason="budget"}') == 1
     finally:
         for c in held:
             c.close()
@@ -219,7 +269,7 @@ def test_unauthenticated_upload_refused_on_its_headers():
             except OSError:
                 pass                    # closed on us: what we want
             k.close()
-        assert s.rss_kb() - rss0 < 8 << 10, (rss0, s.rss_kb())
+        assert not RSS_MEANINGFUL or s.rss_kb() - rss0 < 8 << 10, (rss0, s.rss_kb())
         # the same for a missing token, a 404 and a 405: all decided on the headers
         for path, token, want in (("/v1/exec", None, 401), ("/v1/nope", "the-token", 404),
                                   ("/healthz", "the-token", 405)):
@@ -311,6 +361,7 @@ def test_slow_clients_are_cut_at_the_header_timeout():
         assert all(w is not None for w in waits), waits
         elapsed = time.monotonic() - t0
         assert 1.0 <= elapsed < 2.0, elapsed
+        assert metric(s, "pysnip_connections_cut_total") == 20
         # an authenticated keep-alive connection is not cut: it outlives the timeout
         c = s.conn()
         st, _, _ = s.request("GET", "/metrics", conn=c)
@@ -324,6 +375,23 @@ def test_slow_clients_are_cut_at_the_header_timeout():
             t.join()
         for k in socks:
             k.close()
+        s.stop()
+
+
+def test_a_lone_idle_connection_is_cut_too():
+    """MHD tells of a new connection from another thread, after the accept: the accept loop,
+    finding no untrusted connection yet, waited for the next accept for ever, and a lone idle
+    connection on a quiet server was never cut."""
+    s = Server("--workers", "1", "--policy", "default", "--header-timeout", "300ms",
+               token="the-token")
+    try:
+        for _ in range(5):
+            k = socket.create_connection((s.host, s.port))
+            t0 = time.monotonic()
+            w = closed_after(k, 2)
+            k.close()
+            assert w is not None and 0.25 < time.monotonic() - t0 < 1.0, w
+    finally:
         s.stop()
 
 
@@ -348,6 +416,8 @@ def test_unauthenticated_connections_are_counted():
         assert wait_for(lambda: raw_request(s, "GET", "/healthz")[0] == 200, 2)
         st, _, v = s.exec("print(3)")
         assert st == 200 and v["stdout"] == "3\n"
+        assert metric(s, 'pysnip_connections_refused_total{reason="untrusted"}') == 1
+        assert metric(s, "pysnip_connections_cut_total") == 18
     finally:
         for k in idle:
             k.close()
@@ -513,6 +583,8 @@ print(len(found))
 '''
 
 
+@pytest.mark.skipif(SANITIZER, reason="under ASan the writable mappings include its shadow "
+                    "memory (terabytes reserved) and its allocator's: no scan to make")
 def test_worker_memory_holds_no_other_runs_token():
     """The zygote kept every live worker's report token; each worker forked later held them
     all (3 after a few runs here). Only its own is left (found: the scan works)."""
@@ -548,7 +620,8 @@ def test_batch_answer_is_bounded_before_it_starts():
         st, _, e = s.request("POST", "/v1/batch", {"code": FLOOD, "stdin": [""] * 16})
         assert st == 400 and e["field"] == "limits.output", e
         assert "give limits.output 682K or less" in e["error"], e
-        assert time.monotonic() - t0 < 1 and s.rss_kb() - rss0 < 4 << 10
+        assert time.monotonic() - t0 < 1
+        assert not RSS_MEANINGFUL or s.rss_kb() - rss0 < 4 << 10
         # control: the limit it names is accepted, and the answer is what the cap let through
         st, _, vs = s.request("POST", "/v1/batch", {"code": FLOOD, "stdin": [""] * 4,
                                                      "limits": {"output": "1M"}})
@@ -556,7 +629,7 @@ def test_batch_answer_is_bounded_before_it_starts():
         for v in vs:
             assert v["status"] == "output_limit" and v["truncated"] is True
             assert v["stdout"] == "\x01" * (1 << 20)
-        assert s.rss_kb() - rss0 < 64 << 10, (rss0, s.rss_kb())
+        assert not RSS_MEANINGFUL or s.rss_kb() - rss0 < 64 << 10, (rss0, s.rss_kb())
     finally:
         s.stop()
 
