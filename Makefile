@@ -70,7 +70,11 @@ PYSHIM    := $(filter-out pyshim/closure.py,$(wildcard pyshim/*.py))
 
 .PHONY: all test test-unprivileged unit e2e includes asan bench clean deps
 
-all: $(BIN) $(SERVE_BIN)
+all: $(BIN) $(SERVE_BIN) mpl-cache/.built
+
+# matplotlib's font list, built once for every run (tools/mpl-font-cache)
+mpl-cache/.built: tools/mpl-font-cache
+	PYTHON=$(PYTHON311) tools/mpl-font-cache mpl-cache
 
 $(BIN): $(BUILD)/cli/main.o $(BUILD)/libpysnip.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -15,7 +15,7 @@ def setup(python_layer, import_func, finder):
         sys.meta_path.insert(0, finder)
 
 
-def preimport(modules):
+def preimport(modules, mpl_cache):
     """Zygote only: import every allowed module now, so a worker pays nothing for it, then
     freeze the heap so forked workers do not copy it on the first collection.
 
@@ -25,6 +25,9 @@ def preimport(modules):
     that hook does (host/interp.c), or None when random was not imported."""
     import os
     register, held = os.register_at_fork, []
+    # matplotlib's font list from the prebuilt cache (made by `make`), its Agg backend
+    os.environ["MPLCONFIGDIR"] = mpl_cache
+    os.environ["MPLBACKEND"] = "Agg"
 
     def hold_random_reseed(**hooks):
         inst = getattr(sys.modules.get("random"), "_inst", None)
@@ -54,18 +57,26 @@ def preimport(modules):
     return held[0], _random.Random.seed
 
 
-def begin(scratch):
-    """Fresh __main__ for the snippet; its temporary files and home go to scratch."""
+def begin(scratch, lib_env=False):
+    """Fresh __main__ for the snippet; its temporary files and home go to scratch. lib_env: the
+    policy has library paths (numpy, Pillow, matplotlib), which get their settings too."""
     main = type(sys)("__main__")
     main.__builtins__ = builtins
     sys.modules["__main__"] = main
     if scratch:
         os = sys.modules.get("os")
-        for key in ("TMPDIR", "HOME"):
+        # one BLAS and OpenMP thread (read when numpy or Pillow first loads them); matplotlib
+        # renders with Agg and keeps its config and font list in the scratch (the worker
+        # copied the prebuilt list there)
+        env = {"TMPDIR": scratch, "HOME": scratch}
+        if lib_env:
+            env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MPLBACKEND="Agg",
+                       MPLCONFIGDIR=scratch + "/.matplotlib")
+        for key, value in env.items():
             if os is not None:
-                os.environ[key] = scratch
+                os.environ[key] = value
             else:  # os.environ will be built from this when os is first imported
-                sys.modules["posix"].environ[key.encode()] = scratch.encode()
+                sys.modules["posix"].environ[key.encode()] = value.encode()
         tempfile = sys.modules.get("tempfile")
         if tempfile is not None:
             tempfile.tempdir = None

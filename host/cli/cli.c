@@ -33,6 +33,8 @@ static const struct opt opts[] = {
 	{ "--memory", OPT_OVERRIDE, EXEC, 0, PS_OV_MEMORY, "SIZE", "address-space limit (256M)" },
 	{ "--output-limit", OPT_OVERRIDE, EXEC, 0, PS_OV_OUTPUT, "SIZE",
 	  "stdout+stderr byte cap (64K)" },
+	{ "--cpus", OPT_OVERRIDE, EXEC, 0, PS_OV_CPUS, "N",
+	  "CPU share (0.5): cgroup cpu.max, needs a delegated cgroup" },
 	{ "--disable-layer", OPT_LAYER, EXEC | SERVE, 0, 0, "NAME",
 	  "switch a layer off (python, identity, landlock, seccomp, namespaces); repeatable" },
 	{ "--server", OPT_STRING, EXEC, F(server), 0, "URL", "send the snippet to a running server" },
@@ -45,7 +47,7 @@ static const struct opt opts[] = {
 	{ "--help", OPT_FLAG, EXEC | CHECK | SERVE, F(help), 0, NULL, "this help" },
 };
 
-static const char *const overrides[PS_OV_COUNT] = { "wall", "cpu", "memory", "output" };
+static const char *const overrides[PS_OV_COUNT] = { "wall", "cpu", "memory", "output", "cpus" };
 
 const char *ps_override_field(enum ps_override ov)
 {

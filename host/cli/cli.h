@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum ps_override { PS_OV_WALL, PS_OV_CPU, PS_OV_MEMORY, PS_OV_OUTPUT, PS_OV_COUNT };
+enum ps_override { PS_OV_WALL, PS_OV_CPU, PS_OV_MEMORY, PS_OV_OUTPUT, PS_OV_CPUS, PS_OV_COUNT };
 
 struct ps_opts {
 	const char *policy;		/* NAME or PATH; "default" */

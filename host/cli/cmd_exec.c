@@ -5,9 +5,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 #include "commands.h"
 #include "http_client.h"
+#include "libprobe.h"
 #include "python/interp.h"
 #include "run/result.h"
 #include "util/util.h"
@@ -208,6 +211,17 @@ int ps_cmd_check_policy(int argc, char **argv)
 		goto out;
 	}
 	json = ps_policy_to_json(&p, o.pretty);
+	if (json && ps_strlist_has(&p.modules_allow, "numpy")) {
+		cJSON *root = cJSON_Parse(json);
+
+		free(json);
+		json = NULL;
+		if (root) {
+			ps_libprobe_add(&p, root);
+			json = o.pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
+			cJSON_Delete(root);
+		}
+	}
 	ret = emit(json);
 out:
 	ps_filter_free(f);

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "sandbox/cgroup.h"
 #include "python/interp.h"
 #include "util/util.h"
@@ -116,6 +117,18 @@ static int phase_stdio(struct ps_child *c)
 	return 0;
 }
 
+/* What the run finds in its scratch: matplotlib's font list where the policy allows it. */
+static int phase_scratch_files(struct ps_child *c)
+{
+	uid_t uid = c->id.drop_uid ? c->id.uid : getuid();
+	gid_t gid = c->id.drop_uid ? c->id.gid : getgid();
+
+	if (ps_strlist_has(&c->w->policy->modules_allow, "matplotlib") &&
+	    ps_files_seed_mpl(ps_mpl_cache_dir(), uid, gid, &c->e) < 0)
+		return -1;
+	return 0;
+}
+
 /* The scratch directory becomes a size-capped tmpfs and the cwd. Needs mount privileges,
  * so it comes before the identity drop. A zygote's shared scratch path (ps_worker.
  * shared_scratch) is only a mountpoint: there the tmpfs is never optional. */
@@ -146,13 +159,14 @@ static int phase_scratch(struct ps_child *c)
 	}
 	if (!shared)	/* the zygote set its shared path (ps_interp_begin_shared) */
 		ps_interp_set_scratch(c->scratch);
-	return 0;
+	return phase_scratch_files(c);
 }
 
 /* rlimits only ever lower, so they need no privilege; before the identity drop so a
  * private uid's RLIMIT_NPROC is in place when that uid comes to exist. */
 static int phase_limits(struct ps_child *c)
 {
+	ps_mmap_guard_arm();
 	return ps_limits_apply(c->limits, c->id.drop_uid, PS_LIMITS_BEFORE_FDS, &c->e);
 }
 
