@@ -57,9 +57,14 @@ def preimport(modules, mpl_cache):
     return held[0], _random.Random.seed
 
 
+_SCRATCH = None
+
+
 def begin(scratch, lib_env=False):
     """Fresh __main__ for the snippet; its temporary files and home go to scratch. lib_env: the
     policy has library paths (numpy, Pillow, matplotlib), which get their settings too."""
+    global _SCRATCH
+    _SCRATCH = scratch
     main = type(sys)("__main__")
     main.__builtins__ = builtins
     sys.modules["__main__"] = main
@@ -126,4 +131,13 @@ def finish(exc, src, denied):
         except BaseException:
             pass
     _flush()
-    return _report(exc, exc_info, kind, sys_code, memory_error), code
+    extra = {}
+    if _SCRATCH:
+        try:
+            files, refused, omitted = _collect_outputs(_SCRATCH)
+        except BaseException as e:  # a MemoryError reading them: say so, never lose the report
+            files, refused, omitted = [], [{"path": "output", "reason": _safe_str(e)}], 0
+        if files or refused:
+            extra = {"files": files, "files_refused": refused,
+                     "files_refused_omitted": omitted}
+    return _report(exc, exc_info, kind, sys_code, memory_error, extra), code

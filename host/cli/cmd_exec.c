@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -12,6 +13,7 @@
 #include "http_client.h"
 #include "libprobe.h"
 #include "python/interp.h"
+#include "run/outfiles.h"
 #include "run/result.h"
 #include "util/util.h"
 #include "run/worker.h"
@@ -78,12 +80,65 @@ static int fail_internal(const struct ps_policy *p, const char *msg, bool pretty
 	return PS_EXIT_INTERNAL;
 }
 
+/* --input [NAME=]PATH: NAME one path component (default: PATH's basename), PATH a regular
+ * file we can read, no NAME twice. Exit status on failure. */
+static int parse_inputs(const struct ps_opts *o, struct ps_file_in *in, char names[][256])
+{
+	for (int i = 0; i < o->n_inputs; i++) {
+		const char *arg = o->inputs[i], *eq = strchr(arg, '=');
+		const char *path = eq ? eq + 1 : arg, *base = strrchr(path, '/');
+		const char *name = eq ? NULL : (base ? base + 1 : path);
+		struct stat sb;
+
+		if (eq && (size_t)(eq - arg) < 256)
+			snprintf(names[i], 256, "%.*s", (int)(eq - arg), arg);
+		else
+			snprintf(names[i], 256, "%s", name && strlen(name) < 256 ? name : "");
+		if (!names[i][0] || strchr(names[i], '/') || !strcmp(names[i], ".") ||
+		    !strcmp(names[i], "..")) {
+			ps_err("--input %s: NAME must be one path component (not empty, '.', '..' or "
+			       "with '/')", arg);
+			return PS_EXIT_USAGE;
+		}
+		if (stat(path, &sb) < 0 || !S_ISREG(sb.st_mode) || access(path, R_OK) < 0) {
+			ps_err("--input %s: %s", arg, errno && !S_ISREG(sb.st_mode) ? strerror(errno) :
+			       "not a regular file");
+			return PS_EXIT_USAGE;
+		}
+		for (int k = 0; k < i; k++)
+			if (!strcmp(names[k], names[i])) {
+				ps_err("--input %s: input/%s given twice", arg, names[i]);
+				return PS_EXIT_USAGE;
+			}
+		in[i] = (struct ps_file_in){ .name = names[i], .path = path };
+	}
+	return 0;
+}
+
+static int check_output_dir(const char *dir)
+{
+	struct stat sb;
+
+	if (!dir)
+		return 0;
+	if (stat(dir, &sb) < 0 && (errno != ENOENT || mkdir(dir, 0755) < 0 || stat(dir, &sb) < 0)) {
+		ps_err("--output-dir %s: %s", dir, strerror(errno));
+		return PS_EXIT_USAGE;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		ps_err("--output-dir %s: not a directory", dir);
+		return PS_EXIT_USAGE;
+	}
+	return 0;
+}
+
 static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *r)
 {
 	struct ps_strlist modules = { 0 };
 	struct ps_interp_opts io = { 0 };
 	struct ps_worker w;
 	struct ps_outcome out;
+	struct ps_outfiles files = { 0 };
 	char err[512];
 	char *json;
 	int ret;
@@ -124,7 +179,20 @@ static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *
 	}
 	if (ret < 0 && !out.host_error[0])
 		snprintf(out.host_error, sizeof(out.host_error), "worker: %s", strerror(-ret));
-	json = ps_verdict_render(p, r, &out, o->pretty);
+	json = ps_verdict_render_files(p, r, &out, o->pretty, &files);
+	/* the files first: a verdict that lists them means they are there */
+	if (o->output_dir && ps_outfiles_write(&files, o->output_dir, err, sizeof(err)) < 0) {
+		ps_err("%s", err);
+		free(json);
+		json = ps_verdict_internal_error(p, err, o->pretty);
+		emit(json);
+		ps_outfiles_free(&files);
+		ps_outcome_free(&out);
+		ps_worker_release(&w);
+		ps_strlist_free(&modules);
+		return PS_EXIT_INTERNAL;
+	}
+	ps_outfiles_free(&files);
 	ret = emit(json);
 	if (ret == PS_EXIT_OK && (out.host_error[0] || out.phase_failed || !out.reaped))
 		ret = PS_EXIT_INTERNAL;
@@ -149,6 +217,8 @@ int ps_cmd_exec(int argc, char **argv)
 	struct ps_opts o;
 	struct ps_policy p;
 	struct ps_run r = { 0 };
+	static struct ps_file_in inputs[PS_MAX_INPUTS];
+	static char names[PS_MAX_INPUTS][256];
 	char *code = NULL, *in = NULL;
 	size_t code_len = 0, in_len = 0;
 	int ret;
@@ -173,11 +243,17 @@ int ps_cmd_exec(int argc, char **argv)
 	if (o.server) {
 		ret = ps_exec_client(&o, code, code_len, in, in_len);
 	} else if ((ret = load_policy(&o, &p)) == 0) {
-		r.code = code;
-		r.code_len = code_len;
-		r.stdin_data = in;
-		r.stdin_len = in_len;
-		ret = run_one(&o, &p, &r);
+		if (!(ret = parse_inputs(&o, inputs, names)) &&
+		    !(ret = check_output_dir(o.output_dir))) {
+			r.inputs = inputs;
+			r.n_inputs = (size_t)o.n_inputs;
+			r.want_output = o.output_dir != NULL;
+			r.code = code;
+			r.code_len = code_len;
+			r.stdin_data = in;
+			r.stdin_len = in_len;
+			ret = run_one(&o, &p, &r);
+		}
 		ps_policy_free(&p);
 	}
 	free(code);

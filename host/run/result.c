@@ -2,6 +2,7 @@
  * The worker's report is untrusted input (the snippet shares its process): it is parsed,
  * type-checked field by field, and never decides a status the kernel contradicts. */
 #include "result.h"
+#include "outfiles.h"
 
 #include <cjson/cJSON.h>
 #include <signal.h>
@@ -444,8 +445,32 @@ static void add_limits(cJSON *v, const struct ps_limits *l)
 	cJSON_AddItemToObject(v, "limits", o ? o : cJSON_CreateObject());
 }
 
+/* What the run left in output/ (outfiles.c): listed always; their bytes over HTTP. */
+static void add_files(cJSON *v, const struct ps_run *r, const struct report *rep,
+		      struct ps_outfiles *keep)
+{
+	struct ps_outfiles f;
+
+	if (ps_outfiles_take(rep->root, &r->limits, &f) < 0) {
+		ps_outfiles_free(&f);
+		memset(&f, 0, sizeof(f));
+	}
+	cJSON_AddItemToObject(v, "files", ps_outfiles_json(&f, r->files_content));
+	cJSON_AddItemToObject(v, "files_refused", ps_outfiles_refused_json(&f));
+	if (keep)
+		*keep = f;
+	else
+		ps_outfiles_free(&f);
+}
+
 char *ps_verdict_render(const struct ps_policy *p, const struct ps_run *r,
 			const struct ps_outcome *o, bool pretty)
+{
+	return ps_verdict_render_files(p, r, o, pretty, NULL);
+}
+
+char *ps_verdict_render_files(const struct ps_policy *p, const struct ps_run *r,
+			      const struct ps_outcome *o, bool pretty, struct ps_outfiles *files)
 {
 	struct report rep;
 	enum ps_status st;
@@ -466,6 +491,7 @@ char *ps_verdict_render(const struct ps_policy *p, const struct ps_run *r,
 	cJSON_AddItemToObject(v, "usage", usage_json(o));
 	add_limits(v, &r->limits);
 	cJSON_AddItemToObject(v, "sandbox", sandbox_json(o));
+	add_files(v, r, &rep, files);
 	if (st == PS_STATUS_INTERNAL_ERROR) {
 		char msg[512];
 

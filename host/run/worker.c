@@ -117,14 +117,25 @@ static int phase_stdio(struct ps_child *c)
 	return 0;
 }
 
-/* What the run finds in its scratch: matplotlib's font list where the policy allows it. */
+/* What the run finds in its scratch: matplotlib's font list where the policy allows it, the
+ * caller's inputs, an output/ directory. A served worker's come with its request
+ * (phase_request), its output/ here. */
 static int phase_scratch_files(struct ps_child *c)
 {
 	uid_t uid = c->id.drop_uid ? c->id.uid : getuid();
 	gid_t gid = c->id.drop_uid ? c->id.gid : getgid();
 
-	if (ps_strlist_has(&c->w->policy->modules_allow, "matplotlib") &&
+	const struct ps_policy *p = c->w->policy;
+	bool bind = (c->held.namespaces & CLONE_NEWNS) != 0;
+
+	if (ps_strlist_has(&p->modules_allow, "matplotlib") &&
 	    ps_files_seed_mpl(ps_mpl_cache_dir(), uid, gid, &c->e) < 0)
+		return -1;
+	if (ps_files_place_inputs(c->inputs, c->n_inputs, bind, uid, gid, &c->e) < 0)
+		return -1;
+	/* where files are wanted back, or a library policy's run (whose jobs make files) */
+	if ((c->want_output || c->n_inputs || p->python_paths.n) &&
+	    ps_files_make_output(uid, gid, &c->e) < 0)
 		return -1;
 	return 0;
 }
@@ -237,6 +248,49 @@ static int phase_seccomp(struct ps_child *c)
 	return 0;
 }
 
+/* A served request's files, after its code: each into input/NAME as the run's own read-only
+ * copy (the caller's bytes are in the request; nothing of theirs can change), and output/. */
+static int request_inputs(struct ps_child *c, uint32_t n)
+{
+	struct ps_file_in *in;
+	char (*names)[256];
+	int ret = 0;
+
+	if (n > PS_WREQ_INPUTS_MAX) {
+		ps_child_err_set(&c->e, EPROTO, "request: %u input files (at most %d)", n,
+				 PS_WREQ_INPUTS_MAX);
+		return -1;
+	}
+	in = calloc(n, sizeof(*in));
+	names = calloc(n, sizeof(*names));
+	for (uint32_t i = 0; in && names && i < n && ret == 0; i++) {
+		struct ps_wreq_file h;
+		char *data = NULL;
+
+		ret = ps_read_exact(0, &h, sizeof(h));
+		if (ret == 0 && (h.name_len == 0 || h.name_len > 255))
+			ret = -EPROTO;
+		if (ret == 0)
+			ret = ps_read_exact(0, names[i], h.name_len);
+		if (ret == 0 && (memchr(names[i], '/', h.name_len) || !(data = malloc(h.len + 1))))
+			ret = data ? -EPROTO : -ENOMEM;
+		if (ret == 0)
+			ret = ps_read_exact(0, data, h.len);
+		in[i] = (struct ps_file_in){ .name = names[i], .data = data, .len = h.len };
+	}
+	if (!in || !names)
+		ret = -ENOMEM;
+	if (ret < 0) {
+		ps_child_err_set(&c->e, -ret, "read(0, request files): %s", ps_errstr(-ret));
+		return -1;
+	}
+	/* the worker is the run's own now: no bind, no chown */
+	if (ps_files_place_inputs(in, n, false, getuid(), getgid(), &c->e) < 0 ||
+	    ps_files_make_output(getuid(), getgid(), &c->e) < 0)
+		return -1;
+	return 0;
+}
+
 /* Forked ahead of demand: wait here, every other phase held, for the request; then lower the
  * rlimits to its limits. Soft and hard both (ps_limits_apply), so that the snippet cannot
  * raise them back; prlimit64 on ourselves is all the filter lets through for it. The code
@@ -271,6 +325,8 @@ static int phase_request(struct ps_child *c)
 	code[q.code_len] = '\0';
 	c->code = code;
 	c->code_len = q.code_len;
+	if (q.n_inputs && request_inputs(c, q.n_inputs) < 0)
+		return -1;
 	return ps_limits_apply(&q.limits, c->id.drop_uid, PS_LIMITS_ALL, &c->e);
 }
 

@@ -224,6 +224,9 @@ int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const 
 	if (r) {
 		c.code = r->code;
 		c.code_len = r->code_len;
+		c.inputs = r->inputs;
+		c.n_inputs = r->n_inputs;
+		c.want_output = r->want_output;
 	}
 	c.parent = getpid();
 	ps_identity_plan(w->policy, slot, &c.id);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "policy/policy.h"
+#include "run/worker.h"
 #include "zygote/zygote.h"
 
 enum { PS_SERVE_BODY_MAX = 16 << 20, PS_SERVE_BATCH_MAX = 256 };
@@ -36,6 +37,8 @@ struct ps_job {
 	bool batch;
 	bool stdins_owned;
 	void *root;		/* the parsed document the strings point into */
+	struct ps_file_in *files;	/* "files": each at input/NAME, decoded */
+	size_t n_files;
 };
 
 struct ps_bad {
