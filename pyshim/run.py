@@ -100,6 +100,29 @@ def _flush():
             pass
 
 
+def _clean_bundles(shown):
+    """The display namespace is the snippet's to reach: keep only what is a bundle, its mime
+    types and text as str (JSON values as they are), so the report is always valid JSON."""
+    out = []
+    if not isinstance(shown, list):
+        return out
+    for b in shown:
+        if not isinstance(b, dict) or not isinstance(b.get("data"), dict):
+            continue
+        data = {}
+        for k, v in b["data"].items():
+            if isinstance(v, (dict, list)):
+                data[_safe_str(k)] = v
+            else:
+                data[_safe_str(k)] = _safe_str(v)
+        md = b.get("metadata")
+        c = {"data": data, "metadata": md if isinstance(md, dict) else {}}
+        if b.get("truncated") is True:  # display.py dropped it: over the output cap
+            c["truncated"] = True
+        out.append(c)
+    return out
+
+
 def finish(exc, src, denied):
     """(report bytes, exit code): 0 finished, 1 uncaught exception, n for SystemExit(n).
     denied: exc is an exception the C audit hook raised itself (not a look-alike)."""
@@ -132,12 +155,18 @@ def finish(exc, src, denied):
             pass
     _flush()
     extra = {}
+    try:
+        shown = _display["flush"]()
+    except BaseException as e:  # a figure that cannot be drawn: said, the rest kept
+        shown = [{"data": {"text/plain": "display failed: %s: %s" % (
+            _type_name(type(e)), _safe_str(e))}, "metadata": {}}]
+    if shown:
+        extra["display"] = _clean_bundles(shown)
     if _SCRATCH:
         try:
             files, refused, omitted = _collect_outputs(_SCRATCH)
         except BaseException as e:  # a MemoryError reading them: say so, never lose the report
             files, refused, omitted = [], [{"path": "output", "reason": _safe_str(e)}], 0
         if files or refused:
-            extra = {"files": files, "files_refused": refused,
-                     "files_refused_omitted": omitted}
+            extra.update(files=files, files_refused=refused, files_refused_omitted=omitted)
     return _report(exc, exc_info, kind, sys_code, memory_error, extra), code

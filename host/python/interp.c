@@ -33,6 +33,7 @@ static struct {
 	char dynload[PATH_MAX];
 	char scratch[PATH_MAX];
 	PyObject *shim;		/* pyshim's namespace (in no sys.modules entry) */
+	PyObject *display;	/* pyshim/display.py's own namespace (the snippet can reach it) */
 	PyObject *plain_report;	/* its report of a run that finished with nothing to say */
 	int recursion_limit;	/* as init left it: the snippet may lower it, finish() needs it */
 	bool lib_env;		/* the policy has library paths: their thread and backend settings */
@@ -225,8 +226,10 @@ static int pin_sys_path(const struct ps_interp_opts *o, char *err, size_t errlen
 static PyMethodDef denials_def = { "_denials", ps_audit_denials, METH_NOARGS,
 				   "denials recorded by the audit hook" };
 
-/* Execute each marshalled pyshim module, in order, in one private namespace. */
-static int load_pyshim(void)
+/* Execute each marshalled pyshim module, in order, in one private namespace; display.py in one
+ * of its own: the snippet calls display() and can reach that function's globals, so they
+ * must lead nowhere else (the shim reads display's namespace, never the other way). */
+static int load_pyshim(const struct ps_interp_opts *o)
 {
 	PyObject *mods = PyMarshal_ReadObjectFromString(
 		(const char *)ps_pyshim_blob, (Py_ssize_t)(ps_pyshim_blob_end - ps_pyshim_blob));
@@ -237,16 +240,33 @@ static int load_pyshim(void)
 	st.shim = Py_BuildValue("{sNsssN}", "_denials", PyCFunction_NewEx(&denials_def, NULL, NULL),
 				"__name__", "pysnip_shim", "__builtins__",
 				PyDict_Copy(PyEval_GetBuiltins()));
-	if (!st.shim)
+	st.display = Py_BuildValue("{sssN}", "__name__", "pysnip_display", "__builtins__",
+				   PyDict_Copy(PyEval_GetBuiltins()));
+	if (!st.shim || !st.display || PyDict_SetItemString(st.shim, "_display", st.display) < 0)
 		goto fail;
 	for (Py_ssize_t i = 0; i < PyList_GET_SIZE(mods); i++) {
-		PyObject *code = PyTuple_GetItem(PyList_GET_ITEM(mods, i), 1);
-		PyObject *r = code ? PyEval_EvalCode(code, st.shim, st.shim) : NULL;
+		PyObject *item = PyList_GET_ITEM(mods, i);
+		PyObject *name = PyTuple_GetItem(item, 0);
+		PyObject *code = PyTuple_GetItem(item, 1);
+		PyObject *ns = name && PyUnicode_Check(name) &&
+				       PyUnicode_CompareWithASCIIString(name, "display") == 0 ?
+				       st.display : st.shim;
+		PyObject *r = code ? PyEval_EvalCode(code, ns, ns) : NULL;
 		if (!r)
 			goto fail;
 		Py_DECREF(r);
 	}
 	Py_DECREF(mods);
+	/* display() as in a notebook, and the cap on what it may hold (the host counts again) */
+	PyObject *f = PyDict_GetItemString(st.display, "display");	/* borrowed */
+	PyObject *cap = PyLong_FromUnsignedLongLong(o->policy ? o->policy->limits.output_bytes
+							      : 8u << 20);
+	if (!f || !cap || PyDict_SetItemString(st.display, "MAX_BYTES", cap) < 0 ||
+	    PyDict_SetItemString(PyEval_GetBuiltins(), "display", f) < 0) {
+		Py_XDECREF(cap);
+		return -1;
+	}
+	Py_DECREF(cap);
 	return 0;
 fail:
 	Py_XDECREF(mods);
@@ -387,7 +407,7 @@ int ps_interp_init(const struct ps_interp_opts *o, char *err, size_t errlen)
 		return -1;
 	if (o->python_layer && ps_audit_configure(o, st.stdlib, st.dynload, err, errlen) < 0)
 		return -1;
-	if (load_pyshim() < 0) {
+	if (load_pyshim(o) < 0) {
 		describe_error("loading pyshim", err, errlen);
 		return -1;
 	}
@@ -541,6 +561,11 @@ static bool finished_plainly(PyObject *exc)
 
 	if (!(!exc && ps_audit_denial_count() == 0 && mods && PyDict_Check(mods) &&
 	      !PyDict_GetItemString(mods, "threading")))
+		return false;
+	/* displayed bundles and open figures are part of the report (pyshim/display.py) */
+	PyObject *shown = st.display ? PyDict_GetItemString(st.display, "_outputs") : NULL;
+	if (!shown || !PyList_Check(shown) || PyList_GET_SIZE(shown) ||
+	    PyDict_GetItemString(mods, "matplotlib.pyplot"))
 		return false;
 	/* files left in output/ are part of the report (pyshim/files.py) */
 	snprintf(out, sizeof(out), "%s/output", st.scratch);
