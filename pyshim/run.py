@@ -46,6 +46,7 @@ def preimport(modules, mpl_cache):
                 __import__(name)
             except BaseException:  # an allowed module that cannot load here stays unloaded
                 pass
+        _warm_libraries()
     finally:
         os.register_at_fork = register
     import gc
@@ -58,6 +59,31 @@ def preimport(modules, mpl_cache):
 
 
 _SCRATCH = None
+
+
+def _warm_libraries():
+    """What the libraries a zygote imported do lazily on first use, done once here instead of
+    in every worker: Pillow's image plugins (its first open() imports them), matplotlib's
+    Agg backend, text layout and PNG writer (its first figure). matplotlib reopens its fonts
+    in each child itself (a fork hook clears its font cache)."""
+    pil = sys.modules.get("PIL.Image")
+    if pil is not None:
+        try:
+            pil.preinit()
+        except BaseException:
+            pass
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        try:
+            import io
+            fig, ax = plt.subplots()
+            ax.plot([0, 1], [0, 1])
+            ax.set_title("warm")
+            fig.canvas.print_figure(io.BytesIO(), format="png", bbox_inches="tight")
+        except BaseException:
+            pass
+        finally:
+            plt.close("all")
 
 
 def begin(scratch, lib_env=False):
