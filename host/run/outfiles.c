@@ -41,8 +41,8 @@ const char *ps_outfile_name_problem(const char *path)
 		if (++depth > DEPTH_MAX + 1)
 			return "deeper than 8 directories";
 		p += n;
-		if (*p == '/')
-			p++;
+		if (*p == '/' && !*++p)
+			return "an empty component";	/* "a/": no file name */
 	}
 	return NULL;
 }
