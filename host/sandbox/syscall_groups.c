@@ -1,9 +1,10 @@
 /* The syscall groups a policy's "seccomp.groups" can name, and the syscalls nothing may allow.
  *
  * Groups (final names, sorted):
- *   @basic-io  @exec-probe  @fs-read  @fs-write  @memory  @numa-probe  @process-info
- *   @python-runtime  @signals  @threads  @time
- * @exec-probe and @numa-probe allow nothing: their syscalls fail with EPERM (fail_errno).
+ *   @basic-io  @exec-probe  @fs-read  @fs-write  @memory  @net-probe  @numa-probe
+ *   @process-info  @python-runtime  @signals  @threads  @time
+ * @exec-probe, @net-probe and @numa-probe allow nothing: their syscalls fail with EPERM
+ * (fail_errno).
  *
  * What is NOT here, on purpose: syscalls that are only safe with argument checks are added
  * by seccomp.c itself (ioctl with a few terminal/fd requests, rt_sigaction except SIGSYS,
@@ -44,6 +45,11 @@ const struct ps_syscall_group ps_syscall_groups[] = {
 	  SYSCALLS("brk", "madvise", "mincore", "mmap", "mprotect", "mremap", "msync", "munmap") },
 	/* OpenBLAS and glibc's NUMA-aware allocators ask; Docker without CAP_SYS_NICE answers the
 	 * same. */
+	/* pandas.read_csv("http://..."), urllib: with the Python layer off the socket call itself
+	 * is reached; no address family is ever allowed, the library gets an OSError. */
+	{ "@net-probe", "sockets fail with EPERM: for libraries that reach for the network "
+	  "(pandas reading a URL) and must get an OSError, not SIGSYS; nothing is ever allowed",
+	  SYSCALLS("socket", "socketpair"), EPERM },
 	{ "@numa-probe", "NUMA memory policy calls fail with EPERM, as in Docker without "
 	  "CAP_SYS_NICE (OpenBLAS and numactl-aware allocators probe them)",
 	  SYSCALLS("get_mempolicy", "mbind", "migrate_pages", "move_pages", "set_mempolicy"), EPERM },

@@ -174,6 +174,18 @@ def test_numa_probes_eperm_clone3_enosys_basic_facts_allowed():
     assert lines["uname"] == ["True"] and lines["affinity"] == ["True"]
 
 
+def test_a_url_read_with_the_python_layer_off_is_an_oserror():
+    """pandas reading a URL reaches socket(): @net-probe fails it with EPERM (no SIGSYS); with
+    the Python layer on, the import of http.client is refused first."""
+    code = ("import pandas as pd\ntry:\n    pd.read_csv('http://127.0.0.1:9/x.csv')\n"
+            "except OSError as e:   # urllib's URLError, its reason the socket's OSError\n"
+            "    print('oserror', getattr(e, 'reason', e).errno)")
+    v = ok(code, *PY_OFF)
+    assert v["stdout"].split() == ["oserror", "1"]
+    v, _, _ = run_exec(code, *SCI)
+    assert v["denials"][0]["detail"] == "http.client"
+
+
 def test_numa_probe_is_a_kill_without_the_group():
     """Control: the default policy has no @numa-probe; the same call is a seccomp denial."""
     v, _, _ = run_exec("import ctypes\nctypes.CDLL(None).syscall(239, 0, 0, 0, 0, 0)",
@@ -331,8 +343,13 @@ try:
 except OSError as e:
     print("exec", e.errno, flush=True)
 import socket                    # the import policy is gone too
-socket.socket()
-print("SOCKET")
+try:
+    socket.socket()
+    print("SOCKET")
+except OSError as e:
+    print("socket", e.errno, flush=True)
+import ctypes
+ctypes.CDLL(None).syscall(101, 0, 0, 0, 0)   # ptrace: no group fails it, seccomp kills
 """
 
 
@@ -343,9 +360,10 @@ def test_numpy_raw_pointer_defeats_the_python_layer_and_the_kernel_holds():
     assert lines[1] == "after 13 False"       # Landlock's EACCES, not the hook's
     assert lines[2] == "True"                 # positive control: allowed reads still work
     assert lines[3] == "exec 1"               # seccomp @exec-probe
+    assert lines[4] == "socket 1"             # seccomp @net-probe
     assert "SOCKET" not in v["stdout"] and "READ" not in v["stdout"]
     assert v["status"] == "denied"
-    assert v["denials"][-1]["layer"] == "seccomp" and v["denials"][-1]["event"] == "socket"
+    assert v["denials"][-1]["layer"] == "seccomp" and v["denials"][-1]["event"] == "ptrace"
 
 
 def test_numpy_raw_pointer_write_into_the_interpreter_kills_only_the_worker():

@@ -95,7 +95,7 @@ static void test_errno_groups(void)
 		n++;
 		CHECK(ps_syscall_groups[i].fail_errno > 0 && ps_syscall_groups[i].fail_errno < 4096);
 	}
-	CHECK(n >= 2);	/* @exec-probe, @numa-probe */
+	CHECK(n >= 3);	/* @exec-probe, @net-probe, @numa-probe */
 	CHECK(ps_syscall_group_find("@exec-probe")->fail_errno == EPERM);
 }
 
