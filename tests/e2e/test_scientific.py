@@ -183,7 +183,7 @@ def test_a_url_read_with_the_python_layer_off_is_an_oserror():
     v = ok(code, *PY_OFF)
     assert v["stdout"].split() == ["oserror", "1"]
     v, _, _ = run_exec(code, *SCI)
-    assert v["denials"][0]["detail"] == "http.client"
+    assert any(d["detail"] == "http.client" for d in v["denials"]), v["denials"]
 
 
 def test_numa_probe_is_a_kill_without_the_group():
