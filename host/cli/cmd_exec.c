@@ -229,11 +229,8 @@ int ps_cmd_exec(int argc, char **argv)
 		ps_cli_usage(PS_CMD_EXEC, stdout);
 		return PS_EXIT_OK;
 	}
-	if (o.server && (o.n_inputs || o.output_dir)) {
-		ps_err("--input/--output-dir with --server: not supported by the client yet (send "
-		       "\"files\" in the request: see README, Scientific snippets)");
+	if (o.output_dir && check_output_dir(o.output_dir))
 		return PS_EXIT_USAGE;
-	}
 	if (o.server && !ps_exec_client)	/* before anything reads our stdin */
 		return exec_via_serve(argc, argv);
 	if (o.stdin_file && !strcmp(o.stdin_file, "-") && !strcmp(o.file, "-")) {

@@ -341,3 +341,23 @@ def test_served_default_policy_files(server):
     assert st == 200 and v["status"] == "ok", v
     assert v["stdout"] == "hello\n"
     assert [(f["path"], base64.b64decode(f["content"])) for f in v["files"]] == [("b.txt", b"bee")]
+
+
+def test_exec_server_sends_inputs_and_writes_outputs(server, picture, tmp_path):
+    """`pysnip exec --server URL --input --output-dir` is the one-shot run over HTTP: the
+    file goes in the request, the outputs land in --output-dir, and the verdict printed is the
+    one-shot one (files without their content)."""
+    out = tmp_path / "out"
+    p = subprocess.run([PYSNIP, "exec", "--server", server.url, "--policy", "scientific",
+                        "--input", "pic.png=%s" % picture, "--output-dir", str(out), "-"],
+                       input=b"from PIL import Image\n"
+                             b"Image.open('input/pic.png').convert('L').save('output/g.png')",
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    v = json.loads(p.stdout)
+    assert v["status"] == "ok" and [f["path"] for f in v["files"]] == ["g.png"]
+    assert "content" not in v["files"][0]
+    assert v["files"][0]["sha256"] == sha(out / "g.png")
+    p = subprocess.run([PYSNIP, "exec", "--server", server.url, "--input", "../x=%s" % picture,
+                        "-"], input=b"print(1)", capture_output=True, timeout=60)
+    assert p.returncode == 1 and b"files[0]" in p.stderr
