@@ -100,9 +100,12 @@ static int parse_inputs(const struct ps_opts *o, struct ps_file_in *in, char nam
 			       "with '/')", arg);
 			return PS_EXIT_USAGE;
 		}
-		if (stat(path, &sb) < 0 || !S_ISREG(sb.st_mode) || access(path, R_OK) < 0) {
-			ps_err("--input %s: %s", arg, errno && !S_ISREG(sb.st_mode) ? strerror(errno) :
-			       "not a regular file");
+		if (stat(path, &sb) < 0 || access(path, R_OK) < 0) {
+			ps_err("--input %s: %s", arg, strerror(errno));
+			return PS_EXIT_USAGE;
+		}
+		if (!S_ISREG(sb.st_mode)) {
+			ps_err("--input %s: not a regular file", arg);
 			return PS_EXIT_USAGE;
 		}
 		for (int k = 0; k < i; k++)
