@@ -28,6 +28,22 @@ def preimport(modules, mpl_cache):
     # matplotlib's font list from the prebuilt cache (made by `make`), its Agg backend
     os.environ["MPLCONFIGDIR"] = mpl_cache
     os.environ["MPLBACKEND"] = "Agg"
+    # The audit hook is not active yet: what it does for a library's lookup (a third-party
+    # module the policy does not list is absent) a finder does here, or pandas would import
+    # numexpr and bottleneck into the zygote (numexpr starts threads at import).
+    listed = {name.partition(".")[0] for name in modules}
+
+    class Unlisted:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            top = name.partition(".")[0]
+            # (the stdlib's platform-named _sysconfigdata_* is not in stdlib_module_names)
+            if (top not in listed and top not in sys.stdlib_module_names and
+                    not top.startswith("_sysconfigdata_")):
+                raise ModuleNotFoundError("pysnip: %s is not in the policy" % name, name=name)
+            return None
+
+    sys.meta_path.insert(0, Unlisted)
 
     def hold_random_reseed(**hooks):
         inst = getattr(sys.modules.get("random"), "_inst", None)
@@ -49,6 +65,13 @@ def preimport(modules, mpl_cache):
         _warm_libraries()
     finally:
         os.register_at_fork = register
+        sys.meta_path.remove(Unlisted)
+    # a fork copies one thread: a module that started threads (a library's pool) would leave
+    # the workers with locks held by threads that do not exist in them
+    tasks = os.listdir("/proc/self/task")
+    if len(tasks) > 1:
+        raise RuntimeError("a pre-imported module started %d threads in the zygote; forking "
+                           "it is unsafe" % (len(tasks) - 1))
     import gc
     gc.collect()
     gc.freeze()

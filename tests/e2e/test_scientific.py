@@ -65,11 +65,12 @@ def test_nothing_else_of_dist_packages():
 def test_optional_dependencies_look_absent_to_the_libraries():
     """pandas probes bottleneck and numexpr (installed here): absent, not a PermissionError."""
     v = ok("""
-import pandas
+import pandas, sys
 from pandas.compat._optional import import_optional_dependency as opt
 print(opt("numexpr", errors="ignore"), opt("bottleneck", errors="ignore"))
+print([m for m in ("numexpr", "bottleneck") if m in sys.modules])
 """)
-    assert v["stdout"].split() == ["None", "None"]
+    assert v["stdout"].split() == ["None", "None", "[]"]
 
 
 def test_dangerous_modules_the_libraries_need_stay_denied_to_the_snippet():
@@ -439,5 +440,12 @@ def test_served_workers_draw_different_numpy_numbers():
         st, _, v = s.exec("import sys\nprint(all(m in sys.modules for m in "
                           "('numpy', 'pandas', 'PIL.Image', 'matplotlib.pyplot')))")
         assert v["stdout"].strip() == "True"    # pre-imported by the zygote
+        # ... without what the policy does not list (pandas would take numexpr and bottleneck,
+        # and numexpr starts threads at import): the zygote stays one thread
+        st, _, v = s.exec("import sys\nprint([m for m in ('numexpr', 'bottleneck', 'scipy') "
+                          "if m in sys.modules])")
+        assert v["stdout"].strip() == "[]", v
+        z = s.zygotes()["scientific"]
+        assert os.listdir("/proc/%d/task" % z) == [str(z)]
     finally:
         s.stop()
