@@ -72,7 +72,11 @@ PYSHIM    := $(filter-out pyshim/closure.py,$(wildcard pyshim/*.py))
 
 .PHONY: all test test-unprivileged unit e2e includes asan bench fuzz clean deps
 
-all: $(BIN) $(SERVE_BIN)
+all: $(BIN) $(SERVE_BIN) mpl-cache/.built
+
+# matplotlib's font list, built once for every run (tools/mpl-font-cache)
+mpl-cache/.built: tools/mpl-font-cache
+	PYTHON=$(PYTHON311) tools/mpl-font-cache mpl-cache
 
 $(BIN): $(BUILD)/cli/main.o $(BUILD)/libpysnip.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -148,9 +152,10 @@ asan: export PYSNIP_SANITIZER = 1
 asan: export ASAN_OPTIONS = detect_leaks=0:abort_on_error=0
 asan: export UBSAN_OPTIONS = print_stacktrace=1
 
-bench: $(BIN) $(SERVE_BIN)
+bench: $(BIN) $(SERVE_BIN) mpl-cache/.built
 	$(PY) tests/bench/bench.py --pysnip $(abspath $(BIN))
 	$(PY) tests/bench/bench_serve.py --pysnip $(abspath $(BIN))
+	$(PY) tests/bench/bench_scientific.py --pysnip $(abspath $(BIN))
 
 # The same host/ sources again, with clang and ASan+UBSan+libFuzzer: tests/fuzz/fuzz.mk.
 fuzz:

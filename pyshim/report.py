@@ -130,7 +130,7 @@ def _describe(exc, src):
     return info
 
 
-def _report(exc, exc_info, exit_kind, system_exit_code, memory_error):
+def _report(exc, exc_info, exit_kind, system_exit_code, memory_error, extra=None):
     denials = [{"layer": d[0], "event": d[1], "detail": d[2], "line": d[3]}
                for d in _denials()]
     # an import the stdlib made for the snippet (asyncio importing socket) was refused without
@@ -139,10 +139,13 @@ def _report(exc, exc_info, exit_kind, system_exit_code, memory_error):
             and not any(d["layer"] == "import" and d["detail"] == exc.name for d in denials)):
         denials.append({"layer": "import", "event": "import", "detail": _safe_str(exc.name),
                         "line": exc_info["line"]})
-    return _json({
+    report = {
         "exception": exc_info,
         "denials": denials,
         "exit": exit_kind,
         "system_exit_code": system_exit_code,
         "memory_error": memory_error,
-    }).encode("utf-8")
+    }
+    if extra:
+        report.update(extra)
+    return _json(report).encode("utf-8")

@@ -8,7 +8,7 @@
 #include "policy/policy.h"
 #include "util/util.h"
 
-enum opt_kind { OPT_FLAG, OPT_STRING, OPT_OVERRIDE, OPT_LAYER, OPT_LONG };
+enum opt_kind { OPT_FLAG, OPT_STRING, OPT_OVERRIDE, OPT_LAYER, OPT_LONG, OPT_INPUT };
 
 struct opt {
 	const char *name;
@@ -29,11 +29,17 @@ static const struct opt opts[] = {
 	{ "--policy", OPT_STRING, EXEC | SERVE | LEARN, F(policy), 0, "NAME|PATH",
 	  "policy by name (policies/NAME.json) or path; default: default" },
 	{ "--stdin", OPT_STRING, EXEC | LEARN, F(stdin_file), 0, "FILE", "data for the snippet's sys.stdin" },
+	{ "--input", OPT_INPUT, EXEC, 0, 0, "[NAME=]PATH",
+	  "a file the run reads at input/NAME (read-only); repeatable" },
+	{ "--output-dir", OPT_STRING, EXEC, F(output_dir), 0, "DIR",
+	  "where the files the run leaves in output/ are written" },
 	{ "--wall-time", OPT_OVERRIDE, EXEC, 0, PS_OV_WALL, "DURATION", "wall-clock limit (2s, 500ms)" },
 	{ "--cpu-time", OPT_OVERRIDE, EXEC, 0, PS_OV_CPU, "DURATION", "CPU-time limit" },
 	{ "--memory", OPT_OVERRIDE, EXEC, 0, PS_OV_MEMORY, "SIZE", "address-space limit (256M)" },
 	{ "--output-limit", OPT_OVERRIDE, EXEC, 0, PS_OV_OUTPUT, "SIZE",
 	  "stdout+stderr byte cap (64K)" },
+	{ "--cpus", OPT_OVERRIDE, EXEC, 0, PS_OV_CPUS, "N",
+	  "CPU share (0.5): cgroup cpu.max, needs a delegated cgroup" },
 	{ "--disable-layer", OPT_LAYER, EXEC | SERVE | LEARN, 0, 0, "NAME",
 	  "switch a layer off (python, identity, landlock, seccomp, namespaces); repeatable" },
 	{ "--server", OPT_STRING, EXEC, F(server), 0, "URL", "send the snippet to a running server" },
@@ -56,7 +62,7 @@ static const struct opt opts[] = {
 	{ "--help", OPT_FLAG, EXEC | CHECK | SERVE | LEARN, F(help), 0, NULL, "this help" },
 };
 
-static const char *const overrides[PS_OV_COUNT] = { "wall", "cpu", "memory", "output" };
+static const char *const overrides[PS_OV_COUNT] = { "wall", "cpu", "memory", "output", "cpus" };
 
 const char *ps_override_field(enum ps_override ov)
 {
@@ -109,6 +115,13 @@ static int apply_opt(const struct opt *op, const char *val, struct ps_opts *o)
 		return 0;
 	case OPT_OVERRIDE:
 		o->override[op->index] = val;
+		return 0;
+	case OPT_INPUT:
+		if (o->n_inputs >= PS_MAX_INPUTS) {
+			ps_err("%s: at most %d inputs", op->name, PS_MAX_INPUTS);
+			return -1;
+		}
+		o->inputs[o->n_inputs++] = val;
 		return 0;
 	case OPT_LONG:
 		*(long *)((char *)o + op->off) = strtol(val, &end, 10);

@@ -6,12 +6,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum ps_override { PS_OV_WALL, PS_OV_CPU, PS_OV_MEMORY, PS_OV_OUTPUT, PS_OV_COUNT };
+enum ps_override { PS_OV_WALL, PS_OV_CPU, PS_OV_MEMORY, PS_OV_OUTPUT, PS_OV_CPUS, PS_OV_COUNT };
+
+#define PS_MAX_INPUTS 64
 
 struct ps_opts {
 	const char *policy;		/* NAME or PATH; "default" */
 	const char *file;		/* snippet FILE or "-" */
 	const char *stdin_file;		/* --stdin */
+	const char *inputs[PS_MAX_INPUTS];	/* --input [NAME=]PATH */
+	int n_inputs;
+	const char *output_dir;		/* --output-dir */
 	const char *override[PS_OV_COUNT];
 	uint32_t layers_off;		/* --disable-layer, 1 << enum ps_layer */
 	bool pretty;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -12,7 +13,9 @@
 #include "policy/seccomp_profile.h"
 #include "run/auditlog.h"
 #include "http_client.h"
+#include "libprobe.h"
 #include "python/interp.h"
+#include "run/outfiles.h"
 #include "run/result.h"
 #include "util/util.h"
 #include "run/worker.h"
@@ -91,6 +94,61 @@ static int fail_internal(const struct ps_opts *o, const struct ps_policy *p, con
 	return PS_EXIT_INTERNAL;
 }
 
+/* --input [NAME=]PATH: NAME one path component (default: PATH's basename), PATH a regular
+ * file we can read, no NAME twice. Exit status on failure. */
+static int parse_inputs(const struct ps_opts *o, struct ps_file_in *in, char names[][256])
+{
+	for (int i = 0; i < o->n_inputs; i++) {
+		const char *arg = o->inputs[i], *eq = strchr(arg, '=');
+		const char *path = eq ? eq + 1 : arg, *base = strrchr(path, '/');
+		const char *name = eq ? NULL : (base ? base + 1 : path);
+		struct stat sb;
+
+		if (eq && (size_t)(eq - arg) < 256)
+			snprintf(names[i], 256, "%.*s", (int)(eq - arg), arg);
+		else
+			snprintf(names[i], 256, "%s", name && strlen(name) < 256 ? name : "");
+		if (!names[i][0] || strchr(names[i], '/') || !strcmp(names[i], ".") ||
+		    !strcmp(names[i], "..")) {
+			ps_err("--input %s: NAME must be one path component (not empty, '.', '..' or "
+			       "with '/')", arg);
+			return PS_EXIT_USAGE;
+		}
+		if (stat(path, &sb) < 0 || access(path, R_OK) < 0) {
+			ps_err("--input %s: %s", arg, strerror(errno));
+			return PS_EXIT_USAGE;
+		}
+		if (!S_ISREG(sb.st_mode)) {
+			ps_err("--input %s: not a regular file", arg);
+			return PS_EXIT_USAGE;
+		}
+		for (int k = 0; k < i; k++)
+			if (!strcmp(names[k], names[i])) {
+				ps_err("--input %s: input/%s given twice", arg, names[i]);
+				return PS_EXIT_USAGE;
+			}
+		in[i] = (struct ps_file_in){ .name = names[i], .path = path };
+	}
+	return 0;
+}
+
+static int check_output_dir(const char *dir)
+{
+	struct stat sb;
+
+	if (!dir)
+		return 0;
+	if (stat(dir, &sb) < 0 && (errno != ENOENT || mkdir(dir, 0755) < 0 || stat(dir, &sb) < 0)) {
+		ps_err("--output-dir %s: %s", dir, strerror(errno));
+		return PS_EXIT_USAGE;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		ps_err("--output-dir %s: not a directory", dir);
+		return PS_EXIT_USAGE;
+	}
+	return 0;
+}
+
 /* The run's audit line (--audit-log), once its verdict is rendered; never fatal. */
 static void audit(struct ps_auditlog *log, const char *json)
 {
@@ -111,6 +169,7 @@ static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *
 	struct ps_interp_opts io = { 0 };
 	struct ps_worker w;
 	struct ps_outcome out;
+	struct ps_outfiles files = { 0 };
 	char err[512];
 	char *json;
 	int ret;
@@ -151,7 +210,20 @@ static int run_one(const struct ps_opts *o, struct ps_policy *p, struct ps_run *
 	}
 	if (ret < 0 && !out.host_error[0])
 		snprintf(out.host_error, sizeof(out.host_error), "worker: %s", strerror(-ret));
-	json = ps_verdict_render(p, r, &out, o->pretty);
+	json = ps_verdict_render_files(p, r, &out, o->pretty, &files);
+	/* the files first: a verdict that lists them means they are there */
+	if (o->output_dir && ps_outfiles_write(&files, o->output_dir, err, sizeof(err)) < 0) {
+		ps_err("%s", err);
+		free(json);
+		json = ps_verdict_internal_error(p, err, o->pretty);
+		emit(json);
+		ps_outfiles_free(&files);
+		ps_outcome_free(&out);
+		ps_worker_release(&w);
+		ps_strlist_free(&modules);
+		return PS_EXIT_INTERNAL;
+	}
+	ps_outfiles_free(&files);
 	audit(log, json);
 	ret = emit(json);
 	if (ret == PS_EXIT_OK && (out.host_error[0] || out.phase_failed || !out.reaped))
@@ -177,6 +249,8 @@ int ps_cmd_exec(int argc, char **argv)
 	struct ps_opts o;
 	struct ps_policy p;
 	struct ps_run r = { 0 };
+	static struct ps_file_in inputs[PS_MAX_INPUTS];
+	static char names[PS_MAX_INPUTS][256];
 	char *code = NULL, *in = NULL;
 	size_t code_len = 0, in_len = 0;
 	int ret;
@@ -187,6 +261,8 @@ int ps_cmd_exec(int argc, char **argv)
 		ps_cli_usage(PS_CMD_EXEC, stdout);
 		return PS_EXIT_OK;
 	}
+	if (o.output_dir && check_output_dir(o.output_dir))
+		return PS_EXIT_USAGE;
 	if (o.server && !ps_exec_client)	/* before anything reads our stdin */
 		return exec_via_serve(argc, argv);
 	if (o.seccomp_profile && o.server) {
@@ -217,17 +293,23 @@ int ps_cmd_exec(int argc, char **argv)
 		struct ps_auditlog *log = NULL;
 		char err[512];
 
-		r.code = code;
-		r.code_len = code_len;
-		r.stdin_data = in;
-		r.stdin_len = in_len;
-		if (o.audit_log && ps_auditlog_open(o.audit_log, &log, err, sizeof(err)) < 0) {
-			ps_err("--audit-log: %s", err);
-			ret = PS_EXIT_USAGE;
-		} else {
-			ret = run_one(&o, &p, &r, log);
+		if (!(ret = parse_inputs(&o, inputs, names)) &&
+		    !(ret = check_output_dir(o.output_dir))) {
+			r.inputs = inputs;
+			r.n_inputs = (size_t)o.n_inputs;
+			r.want_output = o.output_dir != NULL;
+			r.code = code;
+			r.code_len = code_len;
+			r.stdin_data = in;
+			r.stdin_len = in_len;
+			if (o.audit_log && ps_auditlog_open(o.audit_log, &log, err, sizeof(err)) < 0) {
+				ps_err("--audit-log: %s", err);
+				ret = PS_EXIT_USAGE;
+			} else {
+				ret = run_one(&o, &p, &r, log);
+			}
+			ps_auditlog_close(log);
 		}
-		ps_auditlog_close(log);
 		ps_policy_free(&p);
 	}
 	free(code);
@@ -276,6 +358,9 @@ static char *check_json(const struct ps_policy *p, const struct ps_filter_report
 		cJSON_AddItemToObject(o, "unknown_syscalls", strlist_json(&rep->unknown));
 		cJSON_AddItemToObject(o, "other_architectures", strlist_json(&rep->foreign));
 	}
+	/* which BLAS numpy really loads, and the like (the scientific policy) */
+	if (ps_strlist_has(&p->modules_allow, "numpy"))
+		ps_libprobe_add(p, root);
 	s = pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
 	return s;

@@ -10,8 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "commands.h"
+#include "run/outfiles.h"
 #include "run/result.h"
+#include "util/codec.h"
 #include "util/util.h"
 
 enum { ANSWER_MAX = 512 << 20 };
@@ -23,6 +27,43 @@ static void add_string(FILE *f, const char *key, const char *buf, size_t len)
 
 	fprintf(f, ",\"%s\":%s", key, q ? q : "\"\"");
 	free(q);
+}
+
+/* ,"files":[{"path":"input/NAME","content":BASE64}...] from --input [NAME=]PATH; the server
+ * checks the names. -1 with the message printed when a file cannot be read. */
+static int add_files(FILE *f, const struct ps_opts *o)
+{
+	for (int i = 0; i < o->n_inputs; i++) {
+		const char *arg = o->inputs[i], *eq = strchr(arg, '=');
+		const char *path = eq ? eq + 1 : arg, *base = strrchr(path, '/');
+		char name[256], *data = NULL, *b64, *q;
+		size_t len = 0;
+		int rc;
+
+		snprintf(name, sizeof(name), "input/%.*s", eq ? (int)(eq - arg) : 240,
+			 eq ? arg : (base ? base + 1 : path));
+		rc = ps_read_file(path, &data, &len);
+		if (rc < 0) {
+			ps_err("--input %s: %s", arg, strerror(-rc));
+			return -1;
+		}
+		b64 = malloc(ps_base64_encoded_len(len) + 1);
+		if (!b64) {
+			free(data);
+			ps_err("--input %s: out of memory", arg);
+			return -1;
+		}
+		ps_base64_encode(data, len, b64);
+		q = ps_json_quote_bytes(name, strlen(name));
+		fprintf(f, "%s{\"path\":%s,\"content\":\"%s\"}", i ? "," : ",\"files\":[",
+			q ? q : "\"\"", b64);
+		free(q);
+		free(b64);
+		free(data);
+	}
+	if (o->n_inputs)
+		fputc(']', f);
+	return 0;
 }
 
 static char *build_body(const struct ps_opts *o, const char *code, size_t code_len,
@@ -43,6 +84,11 @@ static char *build_body(const struct ps_opts *o, const char *code, size_t code_l
 	add_string(f, "code", code, code_len);
 	if (in)
 		add_string(f, "stdin", in, in_len);
+	if (add_files(f, o) < 0) {
+		fclose(f);
+		free(body);
+		return NULL;
+	}
 	for (int i = 0; i < PS_OV_COUNT; i++) {
 		char *q;
 
@@ -62,11 +108,68 @@ static char *build_body(const struct ps_opts *o, const char *code, size_t code_l
 	return body;
 }
 
-/* Status code and body of the answer; the body is printed (verdict) or reported (error). */
-static int handle_answer(const char *url, long code, char *body, size_t blen)
+/* --output-dir: the answer's files (their content) written there, checked as a one-shot run's
+ * are (the server's word is not trusted more than a worker's), and the content taken out of
+ * the verdict, which then reads as `pysnip exec` prints it. */
+static int take_files(const char *dir, char **body, size_t *blen)
 {
+	cJSON *v = cJSON_ParseWithLength(*body, *blen), *f;
+	struct ps_outfiles o = { 0 };
+	char err[512];
+	int rc = -1;
+
+	if (!v)
+		return 0;	/* not a verdict: printed as it came */
+	o.files = calloc((size_t)cJSON_GetArraySize(cJSON_GetObjectItem(v, "files")) + 1,
+			 sizeof(*o.files));
+	if (!o.files)
+		goto out;
+	cJSON_ArrayForEach(f, cJSON_GetObjectItem(v, "files")) {
+		cJSON *p = cJSON_GetObjectItem(f, "path"), *c = cJSON_GetObjectItem(f, "content");
+		struct ps_outfile *of = &o.files[o.n];
+		long n;
+
+		if (!cJSON_IsString(p) || !cJSON_IsString(c) || ps_outfile_name_problem(p->valuestring))
+			continue;
+		of->data = malloc(strlen(c->valuestring) / 4 * 3 + 1);
+		of->path = strdup(p->valuestring);
+		n = of->data ? ps_base64_decode(c->valuestring, strlen(c->valuestring), of->data) : -1;
+		cJSON_DeleteItemFromObject(f, "content");
+		if (n < 0 || !of->path) {
+			free(of->data);
+			free(of->path);
+			continue;
+		}
+		of->len = (size_t)n;
+		o.n++;
+	}
+	if (dir && ps_outfiles_write(&o, dir, err, sizeof(err)) < 0) {
+		ps_err("%s", err);
+		goto out;
+	}
+	free(*body);
+	*body = cJSON_PrintUnformatted(v);
+	*blen = *body ? strlen(*body) : 0;
+	rc = *body ? 0 : -1;
+out:
+	ps_outfiles_free(&o);
+	cJSON_Delete(v);
+	return rc;
+}
+
+/* Status code and body of the answer; the body is printed (verdict) or reported (error). */
+static int handle_answer(const char *url, long code, char **bodyp, size_t blen,
+			 const char *output_dir)
+{
+	char *body = *bodyp;
+
 	while (blen && (body[blen - 1] == '\n' || body[blen - 1] == '\r'))
 		body[--blen] = '\0';
+	if (code == 200) {
+		if (take_files(output_dir, bodyp, &blen) < 0)
+			return PS_EXIT_INTERNAL;
+		body = *bodyp;
+	}
 	if (code == 200 || (code == 500 && strstr(body, "\"status\":\"internal_error\""))) {
 		if (ps_write_all(1, body, blen) < 0 || ps_write_all(1, "\n", 1) < 0) {
 			ps_err("writing the verdict to stdout: %s", strerror(errno));
@@ -165,8 +268,10 @@ int ps_client_exec(const struct ps_opts *o, const char *code, size_t code_len, c
 		ps_err("building the request: out of memory");
 		return PS_EXIT_INTERNAL;
 	}
-	if (post(o->server, body, body_len, &status, &a) == 0)
-		ret = handle_answer(o->server, status, a.buf ? a.buf : (char *)"", a.len);
+	if (post(o->server, body, body_len, &status, &a) == 0 && a.buf)
+		ret = handle_answer(o->server, status, &a.buf, a.len, o->output_dir);
+	else if (!a.buf && status)
+		ps_err("--server %s: HTTP %ld with an empty answer", o->server, status);
 	free(body);
 	free(a.buf);
 	return ret;

@@ -308,6 +308,8 @@ static int set_defaults(struct ps_policy *p)
 	};
 
 	p->limits = (struct ps_limits){
+		.output_files = 64,
+		.output_files_bytes = 16ULL << 20,
 		.wall_ms = 5000,
 		.cpu_ms = 2000,
 		.memory_bytes = 256ULL << 20,
@@ -441,6 +443,7 @@ void ps_policy_free(struct ps_policy *p)
 {
 	struct ps_strlist *lists[] = { &p->module_lists, &p->modules_allow, &p->modules_deny,
 				       &p->python_paths, &p->read_paths,    &p->write_paths,
+				       &p->modules_internal,
 				       &p->audit_allow,	 &p->syscall_groups, &p->syscalls_allow };
 
 	for (size_t i = 0; i < PS_ARRAY_LEN(lists); i++)
@@ -513,6 +516,10 @@ cJSON *ps_limits_to_cjson(const struct ps_limits *l)
 	add_u64(o, "open_files", l->open_files);
 	add_u64(o, "processes", l->processes);
 	add_u64(o, "scratch_bytes", l->scratch_bytes);
+	if (l->cpus_milli)
+		add_u64(o, "cpus_milli", l->cpus_milli);
+	add_u64(o, "output_files", l->output_files);
+	add_u64(o, "output_files_bytes", l->output_files_bytes);
 	return o;
 }
 
@@ -530,6 +537,15 @@ static void add_limits(cJSON *root, const struct ps_limits *l)
 	add_u64(o, "open_files", l->open_files);
 	add_u64(o, "processes", l->processes);
 	add_unit(o, "scratch", l->scratch_bytes, ps_format_size);
+	if (l->cpus_milli) {
+		char c[32];
+
+		snprintf(c, sizeof(c), "%" PRIu64 ".%03" PRIu64, l->cpus_milli / 1000,
+			 l->cpus_milli % 1000);
+		cJSON_AddStringToObject(o, "cpus", c);
+	}
+	add_u64(o, "output_files", l->output_files);
+	add_unit(o, "output_files_size", l->output_files_bytes, ps_format_size);
 }
 
 static void add_seccomp(cJSON *root, const struct ps_policy *p)
@@ -568,6 +584,7 @@ char *ps_policy_to_json(const struct ps_policy *p, bool pretty)
 		add_list(o, "allow", &p->modules_allow);
 		add_list(o, "deny", &p->modules_deny);
 		add_list(o, "paths", &p->python_paths);
+		add_list(o, "internal", &p->modules_internal);
 	}
 	if ((o = cJSON_AddObjectToObject(root, "filesystem"))) {
 		add_list(o, "read", &p->read_paths);

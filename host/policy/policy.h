@@ -24,6 +24,9 @@ struct ps_limits {
 	uint64_t open_files;	/* RLIMIT_NOFILE */
 	uint64_t processes;	/* threads (RLIMIT_NPROC under a private uid, seccomp otherwise) */
 	uint64_t scratch_bytes;	/* size cap of the per-run scratch directory */
+	uint64_t cpus_milli;	/* CPU share in thousandths of a CPU (cgroup cpu.max); 0: one CPU */
+	uint64_t output_files;	/* files the run may leave in output/ */
+	uint64_t output_files_bytes; /* their total size */
 };
 
 enum ps_seccomp_action {
@@ -69,6 +72,10 @@ struct ps_policy {
 	struct ps_strlist modules_allow;	/* extra module names allowed */
 	struct ps_strlist modules_deny;	/* removed even if a list allows them */
 	struct ps_strlist python_paths;	/* extra sys.path entries (read-only) */
+	/* modules the stdlib and the policy's paths may load although the snippet may not import
+	 * them, dangerous ones included (pandas imports subprocess, ctypes, mmap and socket at
+	 * import time): their audit events stay denied */
+	struct ps_strlist modules_internal;
 
 	struct ps_strlist read_paths;	/* readable besides the stdlib */
 	struct ps_strlist write_paths;	/* writable besides scratch */
@@ -102,6 +109,9 @@ struct ps_policy {
 /* Where policies/ and stdlib-allow/ live (next to the binary by default). */
 const char *ps_policy_dir(void);
 const char *ps_allow_dir(void);
+/* matplotlib's font list, built once by make (mpl-cache/fontlist-v*.json): copied into each
+ * run's MPLCONFIGDIR, so that no run spends a second rebuilding it. */
+const char *ps_mpl_cache_dir(void);
 
 /* Load NAME (a policies/NAME.json) or PATH (contains '/' or ends in .json).
  * On error returns -1 and writes "policy FILE: field X: reason" into err. */

@@ -122,7 +122,35 @@ struct unit_kind {
 	void (*format)(uint64_t v, char *buf, size_t len);
 };
 
+/* CPUs as a decimal ("0.5", "2", "1.25"), kept in thousandths: Docker's --cpus. */
+static int parse_cpus(const char *s, uint64_t *out, char *err, size_t errlen)
+{
+	uint64_t whole = 0, frac = 0, scale = 1000;
+	const char *p = s;
+
+	for (; *p >= '0' && *p <= '9' && whole < 1000000; p++)
+		whole = whole * 10 + (uint64_t)(*p - '0');
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			if (scale > 1) {
+				scale /= 10;
+				frac += (uint64_t)(*p - '0') * scale;
+			}
+	if (p == s || *p || (whole == 0 && frac == 0)) {
+		snprintf(err, errlen, "'%s' is not a number of CPUs (e.g. \"0.5\", \"2\")", s);
+		return -1;
+	}
+	*out = whole * 1000 + frac;
+	return 0;
+}
+
+static void format_cpus(uint64_t v, char *buf, size_t len)
+{
+	snprintf(buf, len, "%" PRIu64 ".%03" PRIu64, v / 1000, v % 1000);
+}
+
 static const struct unit_kind size_kind = { ps_parse_size, ps_format_size };
+static const struct unit_kind cpus_kind = { parse_cpus, format_cpus };
 static const struct unit_kind duration_kind = { ps_parse_duration_ms, ps_format_duration_ms };
 
 /* ---- the field table ---- */
@@ -190,7 +218,8 @@ static int apply_unit(const struct ps_pctx *c, const struct field *f, const cJSO
 
 	if (!cJSON_IsString(v))
 		return ps_pfail(c, path, "expected a string with a unit (e.g. \"%s\"), got %s",
-				f->unit == &size_kind ? "256M" : "5s", ps_json_type(v));
+				f->unit == &size_kind ? "256M" : f->unit == &cpus_kind ? "0.5" : "5s",
+				ps_json_type(v));
 	if (parse_unit(f, v->valuestring, SLOT(p, f, uint64_t), reason, sizeof(reason)) < 0)
 		return ps_pfail(c, path, "%s", reason);
 	return 0;
@@ -523,6 +552,9 @@ static const struct field limit_fields[] = {
 	/* At least a page: tmpfs reads size=0 as "no limit", the opposite of what 0 means for
 	 * every other limit here (the tightest: no output, no byte of file). */
 	UNIT("scratch", limits.scratch_bytes, size_kind, 4096, UINT64_MAX),
+	UNIT("cpus", limits.cpus_milli, cpus_kind, 1, 1024000),	/* cgroup v2 only */
+	COUNT("output_files", limits.output_files, apply_u64, 0, 100000),
+	UNIT("output_files_size", limits.output_files_bytes, size_kind, 0, UINT64_MAX),
 	{ 0 },
 };
 
@@ -531,6 +563,7 @@ static const struct field module_fields[] = {
 	LIST("allow", modules_allow, check_module),
 	LIST("deny", modules_deny, check_module),
 	LIST("paths", python_paths, check_abs_path),
+	LIST("internal", modules_internal, check_module),
 	{ 0 },
 };
 
@@ -662,7 +695,7 @@ int ps_policy_override(struct ps_policy *p, const char *field, const char *value
 
 	if (!f || !f->unit) {
 		snprintf(err, errlen, "limits.%s: not a limit that can be overridden (known: wall, "
-			 "cpu, memory, output, file_size, scratch)", key);
+			 "cpu, memory, output, file_size, scratch, cpus, output_files_size)", key);
 		return -1;
 	}
 	if (parse_unit(f, value, &v, reason, sizeof(reason)) < 0) {

@@ -56,6 +56,13 @@ const char *ps_allow_dir(void)
 	return data_dir("PYSNIP_ALLOW_DIR", "stdlib-allow", buf, sizeof(buf));
 }
 
+const char *ps_mpl_cache_dir(void)
+{
+	static char buf[4096];
+
+	return data_dir("PYSNIP_MPL_CACHE", "mpl-cache", buf, sizeof(buf));
+}
+
 /* ---- names ---- */
 
 static bool is_alpha_(char ch)

@@ -90,6 +90,7 @@ static const struct event_rule rules[] = {
 	{ "subprocess.Popen", ev_deny },
 	{ "pty.spawn", ev_deny },
 	{ "socket.", ev_deny },
+	{ "ctypes.dlopen", ev_ctypes_dlopen },
 	{ "ctypes.", ev_deny },
 	{ "mmap.", ev_deny },
 	{ "fcntl.", ev_deny },
@@ -101,7 +102,7 @@ static const struct event_rule rules[] = {
 	{ "gc.get_objects", ev_deny },
 	{ "gc.get_referrers", ev_deny },
 	{ "gc.get_referents", ev_deny },
-	{ "code.__new__", ev_deny },
+	{ "code.__new__", ev_code_new },
 	{ "sys.settrace", ev_untrusted_caller },
 	{ "sys.setprofile", ev_untrusted_caller },
 	{ "sys.addaudithook", ev_deny },
@@ -202,11 +203,15 @@ int ps_audit_configure(const struct ps_interp_opts *o, const char *stdlib_dir,
 	}
 	aud.modules = copy_list(o->modules, &aud.n_modules);
 	aud.audit_allow = copy_list(p ? &p->audit_allow : NULL, &aud.n_audit_allow);
-	if (!aud.modules || !aud.audit_allow) {
+	aud.internal = copy_list(p ? &p->modules_internal : NULL, &aud.n_internal);
+	aud.stdlib_names = PySys_GetObject("stdlib_module_names");	/* borrowed, immortal */
+	if (!aud.modules || !aud.audit_allow || !aud.internal || !aud.stdlib_names) {
 		snprintf(err, errlen, "audit: out of memory");
 		return -1;
 	}
 	qsort(aud.modules, aud.n_modules, sizeof(char *), audit_cmp_str);
+	qsort(aud.internal, aud.n_internal, sizeof(char *), audit_cmp_str);
+	Py_INCREF(aud.stdlib_names);
 	aud.import_error = PyErr_NewExceptionWithDoc(
 		"pysnip.PolicyImportError", "An import the pysnip policy denies.",
 		PyExc_ModuleNotFoundError, NULL);

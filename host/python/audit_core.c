@@ -116,6 +116,42 @@ bool audit_origin_trusted(bool skip_importlib)
 	return trusted;
 }
 
+bool audit_caller_is_library(void)
+{
+	PyFrameObject *f = PyEval_GetFrame();
+	const char *fn = f ? code_filename(f) : "";
+
+	/* trusted.items[0] and [1] are the stdlib and lib-dynload; the rest the policy's paths */
+	for (size_t i = 2; fn[0] == '/' && i < aud.trusted.n; i++)
+		if (audit_under(fn, aud.trusted.items[i]))
+			return true;
+	return false;
+}
+
+static bool stdlib_frame(const char *fn)
+{
+	return strncmp(fn, "<frozen ", 8) == 0 ||
+	       (aud.trusted.n >= 2 && fn[0] == '/' &&
+		(audit_under(fn, aud.trusted.items[0]) || audit_under(fn, aud.trusted.items[1])));
+}
+
+static bool outside_stdlib(const char *fn)
+{
+	return !stdlib_frame(fn);
+}
+
+bool audit_library_asks(void)
+{
+	PyFrameObject *f = aud.trusted.n > 2 ? find_frame(outside_stdlib) : NULL;
+	const char *fn = f ? code_filename(f) : "";
+	bool lib = false;
+
+	for (size_t i = 2; f && fn[0] == '/' && i < aud.trusted.n && !lib; i++)
+		lib = audit_under(fn, aud.trusted.items[i]);
+	Py_XDECREF(f);
+	return lib;
+}
+
 bool audit_caller_is_importlib(void)
 {
 	PyFrameObject *f = PyEval_GetFrame();

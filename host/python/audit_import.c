@@ -131,26 +131,55 @@ static int raise_import_error(const char *name, const char *why)
  * org.python.core) must find nothing, not a denial; one that does exist is checked when it
  * loads. via_import_func: called through builtins.__import__, whose innermost importlib
  * frame is the machinery serving its own needs. */
+static bool in_internal(const char *name)
+{
+	const char *key = name;
+	return aud.n_internal &&
+	       bsearch(&key, aud.internal, aud.n_internal, sizeof(char *), audit_cmp_str) != NULL;
+}
+
+/* A module outside the stdlib (by its top-level name) that neither the allowlist nor
+ * modules.internal names: for a library's lookup it does not exist (pandas probes for
+ * bottleneck, numexpr, scipy: `except ImportError` must see them absent, not denied). */
+static bool unlisted_third_party(const char *name)
+{
+	PyObject *top = PyUnicode_FromStringAndSize(name, (Py_ssize_t)strcspn(name, "."));
+	int std = top ? PySet_Contains(aud.stdlib_names, top) : -1;
+
+	Py_XDECREF(top);
+	if (std < 0)
+		PyErr_Clear();
+	return std == 0 && !module_allowed(name, false) && !module_match(name, in_internal);
+}
+
 static int check_import(const char *name, int level, bool via_import_func, bool load)
 {
 	if (!aud.active)
 		return 0;
 	const char *why = NULL;
 	bool trusted = (via_import_func && audit_caller_is_importlib()) || audit_origin_trusted(true);
+	bool probe = false;
 	const char *last = strrchr(name, '.');
+	bool internal = trusted && module_match(name, in_internal);
 	/* the last component too: an extension's init symbol comes from it (x._ctypes) */
-	if (module_match(name, ps_audit_denied_module) ||
-	    (last && ps_audit_denied_module(last + 1)))
+	if (!internal && (module_match(name, ps_audit_denied_module) ||
+			  (last && ps_audit_denied_module(last + 1)))) {
 		why = "dangerous";
-	else if (trusted && !load)
+		probe = trusted;
+	} else if (internal) {
 		why = NULL;
-	else if (strcmp(name, "__main__") != 0 && level == 0 && !module_allowed(name, !trusted))
+	} else if (trusted && !load) {
+		if (level == 0 && aud.n_internal && unlisted_third_party(name)) {
+			why = "not allowed";
+			probe = true;
+		}
+	} else if (strcmp(name, "__main__") != 0 && level == 0 && !module_allowed(name, !trusted)) {
 		why = "not allowed";
-	else if (level > 0 && !trusted)
+	} else if (level > 0 && !trusted) {
 		why = "not allowed";
+	}
 	if (!why)
 		return 0;
-	bool probe = trusted && strcmp(why, "dangerous") == 0;
 	if (!probe)
 		audit_record("import", "import", name);
 	if (load && !probe) {
@@ -219,27 +248,31 @@ PyObject *ps_audit_finder(void)
 	return m;
 }
 
-/* The module a file is, by its path under a trusted directory (stdlib/json/decoder.py ->
- * json.decoder, lib-dynload/_socket.cpython-311-x86_64-linux-gnu.so -> _socket). False when
- * the file is not under one (the snippet's own code, scratch modules: not the stdlib). */
-static bool module_of_file(const char *fn, char *out, size_t n)
+/* What a file under a trusted directory is: the module it is, by its path
+ * (stdlib/json/decoder.py -> json.decoder, lib-dynload/_socket.cpython-311-x86_64-linux-gnu.so
+ * -> _socket, dist-packages/numpy/core/_multiarray_umath.cpython-311-...so ->
+ * numpy.core._multiarray_umath). FILE_NONE when the file is under none (the snippet's own
+ * code, scratch modules). */
+enum file_kind { FILE_NONE, FILE_STDLIB, FILE_LIBRARY };
+
+static enum file_kind module_of_file(const char *fn, char *out, size_t n)
 {
 	if (strncmp(fn, "<frozen ", 8) == 0) {
 		snprintf(out, n, "%.*s", (int)(strlen(fn + 8) ? strlen(fn + 8) - 1 : 0), fn + 8);
-		return out[0] != '\0';
+		return out[0] != '\0' ? FILE_STDLIB : FILE_NONE;
 	}
 	for (size_t i = aud.trusted.n; i-- > 0;) {	/* lib-dynload before the stdlib around it */
 		const char *dir = aud.trusted.items[i];
 		if (fn[0] != '/' || !audit_under(fn, dir) || fn[strlen(dir)] != '/')
 			continue;
 		const char *rel = fn + strlen(dir) + 1;
-		if (i == 1) {	/* lib-dynload: the stem names the module (init symbol PyInit_stem) */
-			snprintf(out, n, "%.*s", (int)strcspn(rel, "."), rel);
-			return true;
-		}
-		snprintf(out, n, "%s", rel);
+		const char *base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+		/* an extension's stem names it (init symbol PyInit_stem); a source file drops .py */
+		bool ext = strstr(base, ".so") != NULL;
+		snprintf(out, n, "%.*s", (int)(ext ? (size_t)(base - rel) + strcspn(base, ".")
+						 : strlen(rel)), rel);
 		char *dot = strrchr(out, '.');
-		if (dot && strchr(dot, '/') == NULL)
+		if (!ext && dot && strchr(dot, '/') == NULL)
 			*dot = '\0';
 		size_t len = strlen(out);
 		if (len >= 9 && strcmp(out + len - 9, "/__init__") == 0)
@@ -247,9 +280,9 @@ static bool module_of_file(const char *fn, char *out, size_t n)
 		for (char *p = out; *p; p++)
 			if (*p == '/')
 				*p = '.';
-		return i == 0;	/* policy python paths: third-party trees, not the stdlib's closure */
+		return i < 2 ? FILE_STDLIB : FILE_LIBRARY;
 	}
-	return false;
+	return FILE_NONE;
 }
 
 int ev_import(const char *ev, PyObject *args)
@@ -273,12 +306,13 @@ int ev_import(const char *ev, PyObject *args)
 	}
 	if (!realpath(f, real))
 		snprintf(real, sizeof(real), "%s", f);
-	bool std = module_of_file(real, mod, sizeof(mod));
-	if (!std && !audit_in_set(&aud.trusted, real)) {
+	/* a library's extension only from that library's own directory: the file's module
+	 * (numpy.core._multiarray_umath) must itself be allowed */
+	if (module_of_file(real, mod, sizeof(mod)) == FILE_NONE) {
 		audit_record("import", "import", f);
 		return raise_import_error(f, "not a module of the stdlib or the policy's paths");
 	}
-	return std && mod[0] ? check_import(mod, 0, false, true) : 0;
+	return mod[0] ? check_import(mod, 0, false, true) : 0;
 }
 
 /* Code about to run: a module body (or any code object) whose file is in the stdlib counts as
@@ -295,7 +329,7 @@ int ev_exec(const char *ev, PyObject *args)
 		PyErr_Clear();
 		return 0;
 	}
-	if (!module_of_file(fn, mod, sizeof(mod)))
+	if (module_of_file(fn, mod, sizeof(mod)) == FILE_NONE || !mod[0])
 		return 0;
 	return check_import(mod, 0, false, true);
 }

@@ -40,6 +40,9 @@ struct ps_audit_state {
 	size_t n_closure_extra;
 	char **audit_allow;
 	size_t n_audit_allow;
+	char **internal;		/* sorted modules.internal of the policy */
+	size_t n_internal;
+	PyObject *stdlib_names;		/* sys.stdlib_module_names */
 	char scratch[PATH_MAX];
 	int protected_fds[4];		/* status, report, the report's private copy */
 	PyObject *import_error;		/* PolicyImportError, a ModuleNotFoundError */
@@ -63,6 +66,12 @@ bool audit_trusted_filename(const char *fn);
  * trusted code, or no Python frame at all (the host's own C calls). */
 bool audit_origin_trusted(bool skip_importlib);
 bool audit_caller_is_importlib(void);
+/* The innermost frame's code comes from one of the policy's python paths (a library such
+ * as numpy, not the stdlib). */
+bool audit_caller_is_library(void);
+/* The innermost frame outside the stdlib is a library's (from the policy's python paths):
+ * a library asks, maybe through the stdlib (pathlib, os.path). */
+bool audit_library_asks(void);
 void audit_record(const char *layer, const char *event, const char *detail);
 void audit_remember_raised(void);
 int audit_deny(const char *event, const char *detail);
@@ -75,6 +84,8 @@ int ev_exec(const char *ev, PyObject *args);
 int ev_marshal(const char *ev, PyObject *args);
 int ev_compile(const char *ev, PyObject *args);
 int ev_untrusted_caller(const char *ev, PyObject *args);
+int ev_code_new(const char *ev, PyObject *args);
+int ev_ctypes_dlopen(const char *ev, PyObject *args);
 
 /* audit_paths.c: path arguments and the file events */
 enum path_kind { PATH_NONE, PATH_STR, PATH_FD, PATH_BAD };

@@ -141,6 +141,27 @@ static bool fd_ok(int fd)
 	return !ps_audit_fd_protected(fd);
 }
 
+/* A library probing for a path it may not see (matplotlib's Path(...).exists() on its
+ * repository markers, os.walk over X11 font directories when it builds a font list) must find
+ * it absent, as in a container without it: PermissionError is not an error that pathlib or
+ * os.walk ignores. Absent whether or not it exists, so nothing leaks; still a denial. */
+static int deny_or_absent(const char *event, const char *given)
+{
+	PyObject *exc;
+
+	if (!audit_library_asks())
+		return audit_deny(event, given);
+	audit_record("audit", event, given);
+	exc = PyObject_CallFunction(PyExc_FileNotFoundError, "is", ENOENT,
+				    "pysnip: outside the policy's readable paths");
+	if (exc) {
+		PyErr_SetObject(PyExc_FileNotFoundError, exc);
+		Py_DECREF(exc);
+	}
+	audit_remember_raised();
+	return -1;
+}
+
 /* 0 allowed, -1 denied (exception set). want_write: the writable set, else the readable one. */
 static int check_path(const char *event, PyObject *args, Py_ssize_t idx, Py_ssize_t dirfd_idx,
 		      bool want_write)
@@ -164,6 +185,8 @@ static int check_path(const char *event, PyObject *args, Py_ssize_t idx, Py_ssiz
 	bool ok = audit_in_set(&aud.writable, full) || (aud.scratch[0] && audit_under(full, aud.scratch));
 	if (!want_write && !ok)
 		ok = audit_in_set(&aud.readable, full);
+	if (!ok && !want_write && strncmp(event, "os.", 3) == 0)
+		return deny_or_absent(event, given);	/* listing, walking: not open */
 	return ok ? 0 : audit_deny(event, given);
 }
 
@@ -198,6 +221,8 @@ int ps_audit_check_stat(const char *event, PyObject *path, PyObject *dir_fd)
 	     (aud.scratch[0] && (audit_under(full, aud.scratch) || audit_under(aud.scratch, full))) ||
 	     ancestor_of(&aud.readable, full) || ancestor_of(&aud.writable, full)))
 		return 0;
+	if (audit_library_asks())
+		return deny_or_absent(event, given);
 	snprintf(detail, sizeof(detail), "%s", given);
 	audit_record("audit", event, detail);
 	PyErr_Format(PyExc_PermissionError,

@@ -33,8 +33,10 @@ static struct {
 	char dynload[PATH_MAX];
 	char scratch[PATH_MAX];
 	PyObject *shim;		/* pyshim's namespace (in no sys.modules entry) */
+	PyObject *display;	/* pyshim/display.py's own namespace (the snippet can reach it) */
 	PyObject *plain_report;	/* its report of a run that finished with nothing to say */
 	int recursion_limit;	/* as init left it: the snippet may lower it, finish() needs it */
+	bool lib_env;		/* the policy has library paths: their thread and backend settings */
 	/* random's fork hook, held back by pyshim's preimport: random._inst and the C seed
 	 * method it runs (ps_interp_after_fork), or NULL */
 	PyObject *random_inst, *random_seed, *gauss_next;
@@ -119,8 +121,10 @@ int ps_interp_locate(char *err, size_t errlen)
 	return 0;
 }
 
-/* Built-in modules the Python layer removes: a filtered copy of PyImport_Inittab. */
-static int filter_inittab(void)
+/* Built-in modules the Python layer removes: a filtered copy of PyImport_Inittab. Those the
+ * policy's libraries may load (modules.internal: pandas imports subprocess, which needs
+ * _posixsubprocess) stay; the import checks keep the snippet from them. */
+static int filter_inittab(const struct ps_policy *p)
 {
 	static struct _inittab *copy;
 	size_t n = 0, k = 0;
@@ -132,7 +136,8 @@ static int filter_inittab(void)
 	if (!copy)
 		return -1;
 	for (size_t i = 0; i < n; i++)
-		if (!ps_audit_denied_module(PyImport_Inittab[i].name))
+		if (!ps_audit_denied_module(PyImport_Inittab[i].name) ||
+		    (p && ps_strlist_has(&p->modules_internal, PyImport_Inittab[i].name)))
 			copy[k++] = PyImport_Inittab[i];
 	PyImport_Inittab = copy;
 	return 0;
@@ -221,8 +226,10 @@ static int pin_sys_path(const struct ps_interp_opts *o, char *err, size_t errlen
 static PyMethodDef denials_def = { "_denials", ps_audit_denials, METH_NOARGS,
 				   "denials recorded by the audit hook" };
 
-/* Execute each marshalled pyshim module, in order, in one private namespace. */
-static int load_pyshim(void)
+/* Execute each marshalled pyshim module, in order, in one private namespace; display.py in one
+ * of its own: the snippet calls display() and can reach that function's globals, so they
+ * must lead nowhere else (the shim reads display's namespace, never the other way). */
+static int load_pyshim(const struct ps_interp_opts *o)
 {
 	PyObject *mods = PyMarshal_ReadObjectFromString(
 		(const char *)ps_pyshim_blob, (Py_ssize_t)(ps_pyshim_blob_end - ps_pyshim_blob));
@@ -233,16 +240,33 @@ static int load_pyshim(void)
 	st.shim = Py_BuildValue("{sNsssN}", "_denials", PyCFunction_NewEx(&denials_def, NULL, NULL),
 				"__name__", "pysnip_shim", "__builtins__",
 				PyDict_Copy(PyEval_GetBuiltins()));
-	if (!st.shim)
+	st.display = Py_BuildValue("{sssN}", "__name__", "pysnip_display", "__builtins__",
+				   PyDict_Copy(PyEval_GetBuiltins()));
+	if (!st.shim || !st.display || PyDict_SetItemString(st.shim, "_display", st.display) < 0)
 		goto fail;
 	for (Py_ssize_t i = 0; i < PyList_GET_SIZE(mods); i++) {
-		PyObject *code = PyTuple_GetItem(PyList_GET_ITEM(mods, i), 1);
-		PyObject *r = code ? PyEval_EvalCode(code, st.shim, st.shim) : NULL;
+		PyObject *item = PyList_GET_ITEM(mods, i);
+		PyObject *name = PyTuple_GetItem(item, 0);
+		PyObject *code = PyTuple_GetItem(item, 1);
+		PyObject *ns = name && PyUnicode_Check(name) &&
+				       PyUnicode_CompareWithASCIIString(name, "display") == 0 ?
+				       st.display : st.shim;
+		PyObject *r = code ? PyEval_EvalCode(code, ns, ns) : NULL;
 		if (!r)
 			goto fail;
 		Py_DECREF(r);
 	}
 	Py_DECREF(mods);
+	/* display() as in a notebook, and the cap on what it may hold (the host counts again) */
+	PyObject *f = PyDict_GetItemString(st.display, "display");	/* borrowed */
+	PyObject *cap = PyLong_FromUnsignedLongLong(o->policy ? o->policy->limits.output_bytes
+							      : 8u << 20);
+	if (!f || !cap || PyDict_SetItemString(st.display, "MAX_BYTES", cap) < 0 ||
+	    PyDict_SetItemString(PyEval_GetBuiltins(), "display", f) < 0) {
+		Py_XDECREF(cap);
+		return -1;
+	}
+	Py_DECREF(cap);
 	return 0;
 fail:
 	Py_XDECREF(mods);
@@ -320,7 +344,8 @@ static int setup_shim(const struct ps_interp_opts *o)
 		Py_CLEAR(r);
 	if (r && o->preimport) {
 		PyObject *mods = module_list(o);
-		Py_SETREF(r, mods ? shim_call("preimport", Py_BuildValue("(O)", mods)) : NULL);
+		Py_SETREF(r, mods ? shim_call("preimport", Py_BuildValue("(Os)", mods,
+									    ps_mpl_cache_dir())) : NULL);
 		Py_XDECREF(mods);
 		/* None: random was not imported */
 		if (r && r != Py_None) {
@@ -369,15 +394,20 @@ int ps_interp_init(const struct ps_interp_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "interp: PySys_AddAuditHook failed");
 		return -1;
 	}
-	if (o->python_layer && filter_inittab() < 0) {
+	if (o->python_layer && filter_inittab(o->policy) < 0) {
 		snprintf(err, errlen, "interp: filtering PyImport_Inittab: out of memory");
 		return -1;
 	}
+	/* Read by OpenBLAS and libgomp when they load (numpy, Pillow's libimagequant), from the
+	 * C environment: one thread each, before anything can load them. The snippet's own
+	 * environment gets them again (pyshim begin). */
+	setenv("OPENBLAS_NUM_THREADS", "1", 1);
+	setenv("OMP_NUM_THREADS", "1", 1);
 	if (start_python(err, errlen) < 0 || pin_sys_path(o, err, errlen) < 0)
 		return -1;
 	if (o->python_layer && ps_audit_configure(o, st.stdlib, st.dynload, err, errlen) < 0)
 		return -1;
-	if (load_pyshim() < 0) {
+	if (load_pyshim(o) < 0) {
 		describe_error("loading pyshim", err, errlen);
 		return -1;
 	}
@@ -388,13 +418,34 @@ int ps_interp_init(const struct ps_interp_opts *o, char *err, size_t errlen)
 	if (o->python_layer)
 		ps_audit_activate();
 	st.recursion_limit = Py_GetRecursionLimit();
+	st.lib_env = o->policy && o->policy->python_paths.n > 0;
 	st.ready = true;
 	return 0;
+}
+
+/* numpy's global RandomState was seeded once, in the zygote: a fork copies it, so every
+ * worker would draw the same numbers. Reseed it from the kernel's randomness, as random's. */
+static int reseed_numpy(void)
+{
+	PyObject *mods = PySys_GetObject("modules");	/* borrowed */
+	PyObject *npr = mods && PyDict_Check(mods) ? PyDict_GetItemString(mods, "numpy.random")
+						   : NULL;
+	PyObject *r;
+
+	if (!npr)
+		return 0;
+	r = PyObject_CallMethod(npr, "seed", NULL);
+	Py_XDECREF(r);
+	return r ? 0 : -1;
 }
 
 int ps_interp_after_fork(char *err, size_t errlen)
 {
 	PyOS_AfterFork_Child();
+	if (reseed_numpy() < 0) {
+		describe_error("reseeding numpy.random after fork", err, errlen);
+		return -1;
+	}
 	if (!st.random_inst)
 		return 0;
 	/* What random's own fork hook, Random.seed(), does with no seed, without its Python:
@@ -506,9 +557,19 @@ static void restore_for_report(void)
 static bool finished_plainly(PyObject *exc)
 {
 	PyObject *mods = PySys_GetObject("modules");	/* borrowed */
+	char out[PATH_MAX + 8];
 
-	return !exc && ps_audit_denial_count() == 0 && mods && PyDict_Check(mods) &&
-	       !PyDict_GetItemString(mods, "threading");
+	if (!(!exc && ps_audit_denial_count() == 0 && mods && PyDict_Check(mods) &&
+	      !PyDict_GetItemString(mods, "threading")))
+		return false;
+	/* displayed bundles and open figures are part of the report (pyshim/display.py) */
+	PyObject *shown = st.display ? PyDict_GetItemString(st.display, "_outputs") : NULL;
+	if (!shown || !PyList_Check(shown) || PyList_GET_SIZE(shown) ||
+	    PyDict_GetItemString(mods, "matplotlib.pyplot"))
+		return false;
+	/* files left in output/ are part of the report (pyshim/files.py) */
+	snprintf(out, sizeof(out), "%s/output", st.scratch);
+	return !st.scratch[0] || access(out, F_OK) != 0;
 }
 
 /* finish()'s answer for that end without its Python (~0.2 ms of a served run, mostly first
@@ -549,7 +610,8 @@ static void begin_python(void)
 {
 	/* Nothing of the host's environment is left for os.putenv/getenv or a fresh posix. */
 	clearenv();
-	begun.globals = shim_call("begin", Py_BuildValue("(s)", st.scratch));
+	begun.globals = shim_call("begin", Py_BuildValue("(sO)", st.scratch,
+							  st.lib_env ? Py_True : Py_False));
 	if (!begun.globals)
 		PyErr_Fetch(&begun.err_type, &begun.err_value, &begun.err_tb);
 	begun.python = true;

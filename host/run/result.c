@@ -2,6 +2,7 @@
  * The worker's report is untrusted input (the snippet shares its process): it is parsed,
  * type-checked field by field, and never decides a status the kernel contradicts. */
 #include "result.h"
+#include "outfiles.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -548,8 +549,78 @@ static void add_limits(cJSON *v, const struct ps_limits *l)
 	cJSON_AddItemToObject(v, "limits", o ? o : cJSON_CreateObject());
 }
 
+/* The run's rich outputs (pyshim/display.py), in order: Jupyter MIME bundles, each an object
+ * with a "data" object (mime -> string or JSON) and a "metadata" object; anything else in the
+ * report is dropped. Their text counts against the output cap with stdout and stderr: past
+ * it, the bundles that do not fit are left out and the run is over its output limit. */
+static bool add_display(cJSON *v, const struct ps_run *r, const struct ps_outcome *o,
+			const struct report *rep)
+{
+	const cJSON *shown = rep->root ? cJSON_GetObjectItemCaseSensitive(rep->root, "display") : NULL;
+	cJSON *out = cJSON_CreateArray();
+	uint64_t used = o->out.len + o->err.len;
+	bool over = false;
+	const cJSON *b;
+
+	cJSON_ArrayForEach(b, shown) {
+		const cJSON *data = cJSON_GetObjectItemCaseSensitive(b, "data");
+		const cJSON *md = cJSON_GetObjectItemCaseSensitive(b, "metadata");
+		const cJSON *e;
+		cJSON *nb;
+		uint64_t size = 0;
+
+		if (!cJSON_IsObject(data) || over)
+			continue;
+		/* display.py already left it out: the run went over the cap there */
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "truncated"))) {
+			over = true;
+			continue;
+		}
+		cJSON_ArrayForEach(e, data)
+			size += cJSON_IsString(e) ? strlen(e->valuestring) : 64;
+		if (used + size > r->limits.output_bytes) {
+			over = true;
+			continue;
+		}
+		used += size;
+		nb = cJSON_CreateObject();
+		if (!nb)
+			break;
+		cJSON_AddItemToObject(nb, "data", cJSON_Duplicate(data, true));
+		cJSON_AddItemToObject(nb, "metadata", cJSON_IsObject(md) ? cJSON_Duplicate(md, true)
+									: cJSON_CreateObject());
+		cJSON_AddItemToArray(out, nb);
+	}
+	cJSON_AddItemToObject(v, "display", out);
+	return over;
+}
+
+/* What the run left in output/ (outfiles.c): listed always; their bytes over HTTP. */
+static void add_files(cJSON *v, const struct ps_run *r, const struct report *rep,
+		      struct ps_outfiles *keep)
+{
+	struct ps_outfiles f;
+
+	if (ps_outfiles_take(rep->root, &r->limits, &f) < 0) {
+		ps_outfiles_free(&f);
+		memset(&f, 0, sizeof(f));
+	}
+	cJSON_AddItemToObject(v, "files", ps_outfiles_json(&f, r->files_content));
+	cJSON_AddItemToObject(v, "files_refused", ps_outfiles_refused_json(&f));
+	if (keep)
+		*keep = f;
+	else
+		ps_outfiles_free(&f);
+}
+
 char *ps_verdict_render(const struct ps_policy *p, const struct ps_run *r,
 			const struct ps_outcome *o, bool pretty)
+{
+	return ps_verdict_render_files(p, r, o, pretty, NULL);
+}
+
+char *ps_verdict_render_files(const struct ps_policy *p, const struct ps_run *r,
+			      const struct ps_outcome *o, bool pretty, struct ps_outfiles *files)
 {
 	struct report rep;
 	enum ps_status st;
@@ -570,6 +641,13 @@ char *ps_verdict_render(const struct ps_policy *p, const struct ps_run *r,
 	cJSON_AddItemToObject(v, "usage", usage_json(o));
 	add_limits(v, &r->limits);
 	cJSON_AddItemToObject(v, "sandbox", sandbox_json(o));
+	add_files(v, r, &rep, files);
+	if (add_display(v, r, o, &rep) && (st == PS_STATUS_OK || st == PS_STATUS_EXCEPTION)) {
+		st = PS_STATUS_OUTPUT_LIMIT;
+		cJSON_ReplaceItemInObjectCaseSensitive(v, "status",
+						       cJSON_CreateString(ps_status_name(st)));
+		cJSON_ReplaceItemInObjectCaseSensitive(v, "truncated", cJSON_CreateTrue());
+	}
 	if (st == PS_STATUS_INTERNAL_ERROR) {
 		char msg[512];
 

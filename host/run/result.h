@@ -29,6 +29,12 @@ const char *ps_status_name(enum ps_status s);
 char *ps_verdict_render(const struct ps_policy *p, const struct ps_run *r,
 			const struct ps_outcome *o, bool pretty);
 
+/* The same, and the files the run left (checked, decoded: to write to --output-dir) into
+ * files when not NULL; the caller frees them (ps_outfiles_free). */
+struct ps_outfiles;
+char *ps_verdict_render_files(const struct ps_policy *p, const struct ps_run *r,
+			      const struct ps_outcome *o, bool pretty, struct ps_outfiles *files);
+
 /* A verdict for a run that never started (host failure), same schema. */
 char *ps_verdict_internal_error(const struct ps_policy *p, const char *message, bool pretty);
 

@@ -126,7 +126,9 @@ static bool read_report(struct sv *s, int fd)
 		return true;
 	if (n <= 0)
 		return false;
-	if (s->o->report.len + (size_t)n > REPORT_MAX) {
+	/* the report carries the run's output files and display bundles, base64 (4/3) */
+	if (s->o->report.len + (size_t)n > REPORT_MAX + (s->r->limits.output_files_bytes +
+							    s->r->limits.output_bytes) / 3 * 4) {
 		s->o->report_capped = true;
 		kill_all(s);
 		return false;

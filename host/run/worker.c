@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "procstat.h"
+#include "files.h"
 #include "sandbox/cgroup.h"
 #include "python/interp.h"
 #include "util/util.h"
@@ -139,6 +140,29 @@ static int seal_view(struct ps_child *c, bool scratch_mounted)
 			       (c->w->ns_static & CLONE_NEWPID) != 0, &c->e);
 }
 
+/* What the run finds in its scratch: matplotlib's font list where the policy allows it, the
+ * caller's inputs, an output/ directory. A served worker's come with its request
+ * (phase_request), its output/ here. */
+static int phase_scratch_files(struct ps_child *c)
+{
+	uid_t uid = c->id.drop_uid ? c->id.uid : getuid();
+	gid_t gid = c->id.drop_uid ? c->id.gid : getgid();
+
+	const struct ps_policy *p = c->w->policy;
+	bool bind = (c->held.namespaces & CLONE_NEWNS) != 0;
+
+	if (ps_strlist_has(&p->modules_allow, "matplotlib") &&
+	    ps_files_seed_mpl(ps_mpl_cache_dir(), uid, gid, &c->e) < 0)
+		return -1;
+	if (ps_files_place_inputs(c->inputs, c->n_inputs, bind, uid, gid, &c->e) < 0)
+		return -1;
+	/* where files are wanted back, or a library policy's run (whose jobs make files) */
+	if ((c->want_output || c->n_inputs || p->python_paths.n) &&
+	    ps_files_make_output(uid, gid, &c->e) < 0)
+		return -1;
+	return 0;
+}
+
 /* The scratch directory becomes a size-capped tmpfs and the cwd. Needs mount privileges,
  * so it comes before the identity drop. A zygote's shared scratch path (ps_worker.
  * shared_scratch) is only a mountpoint: there the tmpfs is never optional. */
@@ -183,13 +207,14 @@ static int phase_scratch(struct ps_child *c)
 	}
 	if (!shared)	/* the zygote set its shared path (ps_interp_begin_shared) */
 		ps_interp_set_scratch(c->scratch);
-	return 0;
+	return phase_scratch_files(c);
 }
 
 /* rlimits only ever lower, so they need no privilege; before the identity drop so a
  * private uid's RLIMIT_NPROC is in place when that uid comes to exist. */
 static int phase_limits(struct ps_child *c)
 {
+	ps_mmap_guard_arm();
 	return ps_limits_apply(c->limits, c->id.drop_uid, PS_LIMITS_BEFORE_FDS, &c->e);
 }
 
@@ -270,6 +295,49 @@ static int phase_seccomp(struct ps_child *c)
 	return 0;
 }
 
+/* A served request's files, after its code: each into input/NAME as the run's own read-only
+ * copy (the caller's bytes are in the request; nothing of theirs can change), and output/. */
+static int request_inputs(struct ps_child *c, uint32_t n)
+{
+	struct ps_file_in *in;
+	char (*names)[256];
+	int ret = 0;
+
+	if (n > PS_WREQ_INPUTS_MAX) {
+		ps_child_err_set(&c->e, EPROTO, "request: %u input files (at most %d)", n,
+				 PS_WREQ_INPUTS_MAX);
+		return -1;
+	}
+	in = calloc(n, sizeof(*in));
+	names = calloc(n, sizeof(*names));
+	for (uint32_t i = 0; in && names && i < n && ret == 0; i++) {
+		struct ps_wreq_file h;
+		char *data = NULL;
+
+		ret = ps_read_exact(0, &h, sizeof(h));
+		if (ret == 0 && (h.name_len == 0 || h.name_len > 255))
+			ret = -EPROTO;
+		if (ret == 0)
+			ret = ps_read_exact(0, names[i], h.name_len);
+		if (ret == 0 && (memchr(names[i], '/', h.name_len) || !(data = malloc(h.len + 1))))
+			ret = data ? -EPROTO : -ENOMEM;
+		if (ret == 0)
+			ret = ps_read_exact(0, data, h.len);
+		in[i] = (struct ps_file_in){ .name = names[i], .data = data, .len = h.len };
+	}
+	if (!in || !names)
+		ret = -ENOMEM;
+	if (ret < 0) {
+		ps_child_err_set(&c->e, -ret, "read(0, request files): %s", ps_errstr(-ret));
+		return -1;
+	}
+	/* the worker is the run's own now: no bind, no chown */
+	if (ps_files_place_inputs(in, n, false, getuid(), getgid(), &c->e) < 0 ||
+	    ps_files_make_output(getuid(), getgid(), &c->e) < 0)
+		return -1;
+	return 0;
+}
+
 /* Forked ahead of demand: wait here, every other phase held, for the request; then lower the
  * rlimits to its limits. Soft and hard both (ps_limits_apply), so that the snippet cannot
  * raise them back; prlimit64 on ourselves is all the filter lets through for it. The code
@@ -304,6 +372,8 @@ static int phase_request(struct ps_child *c)
 	code[q.code_len] = '\0';
 	c->code = code;
 	c->code_len = q.code_len;
+	if (q.n_inputs && request_inputs(c, q.n_inputs) < 0)
+		return -1;
 	return ps_limits_apply(&q.limits, c->id.drop_uid, PS_LIMITS_ALL, &c->e);
 }
 

@@ -45,7 +45,21 @@ struct ps_worker {
 };
 
 /* One request. */
+/* A file the run finds at input/NAME (NAME one path component): the caller's file at path
+ * (exec --input: bind-mounted read-only, or copied where no mount namespace exists), or data
+ * (a served request's bytes, written into the scratch). */
+struct ps_file_in {
+	const char *name;
+	const char *path;
+	const char *data;
+	size_t len;
+};
+
 struct ps_run {
+	const struct ps_file_in *inputs;
+	size_t n_inputs;
+	bool want_output;		/* make output/ even where the policy would not */
+	bool files_content;		/* the verdict's files carry their bytes (HTTP) */
 	const char *code;
 	size_t code_len;
 	const char *stdin_data;		/* NULL: empty stdin */
@@ -115,14 +129,22 @@ void ps_outcome_free(struct ps_outcome *o);
 const char *ps_worker_phase_name(int i);
 
 /* A worker forked ahead of demand (serve) reads this on fd 0 when its request comes, then
- * code_len bytes of code; what follows on fd 0 is the snippet's stdin. Its rlimits drop to
+ * code_len bytes of code, then n_inputs files (each a struct ps_wreq_file, its name, its
+ * bytes); what follows on fd 0 is the snippet's stdin. Its rlimits drop to
  * limits (soft and hard, so the snippet cannot raise them back) before the snippet runs. */
 #define PS_WREQ_MAGIC 0x71727770u	/* "pwrq" */
 struct ps_wreq {
 	uint32_t magic;
-	uint32_t reserved;
+	uint32_t n_inputs;		/* at most PS_WREQ_INPUTS_MAX */
 	uint64_t code_len;
 	struct ps_limits limits;
+};
+
+#define PS_WREQ_INPUTS_MAX 64
+struct ps_wreq_file {
+	uint32_t name_len;		/* 1..255 */
+	uint32_t reserved;
+	uint64_t len;
 };
 
 /* supervise.c: SIGINT, SIGTERM and SIGHUP to a one-shot parent end the run it supervises

@@ -18,6 +18,9 @@ struct ps_child {
 	bool await_request;		/* forked ahead of demand: the code comes on fd 0 */
 	const char *code;
 	size_t code_len;
+	const struct ps_file_in *inputs;	/* exec's, placed in phase_scratch */
+	size_t n_inputs;
+	bool want_output;
 	const char *scratch;
 	pid_t parent;
 	int in, out, err, status, report;	/* child ends before phase_stdio */

@@ -71,6 +71,15 @@ static int prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t laye
 		else
 			goto fail;
 	}
+	/* A CPU share is cpu.max: without a cgroup it cannot be had, and must not be a no-op. */
+	if (p->limits.cpus_milli && !w->cgroup) {
+		snprintf(err, errlen, "policy %s: field limits.cpus: a CPU share needs a delegated "
+			 "cgroup v2 directory (policy cgroup.parent, layers.cgroup not off): %s", p->path,
+			 !p->cgroup_parent ? "the policy names none" :
+			 (layers_off & (1u << PS_LAYER_CGROUP)) ? "the cgroup layer is off" :
+			 "this host's cgroup is not usable");
+		goto fail;
+	}
 	if (!(layers_off & (1u << PS_LAYER_NAMESPACES))) {
 		bool best = p->layers[PS_LAYER_NAMESPACES] == PS_LAYER_BEST_EFFORT;
 
@@ -223,6 +232,9 @@ int ps_worker_spawn(const struct ps_worker *w, const struct ps_limits *l, const 
 	if (r) {
 		c.code = r->code;
 		c.code_len = r->code_len;
+		c.inputs = r->inputs;
+		c.n_inputs = r->n_inputs;
+		c.want_output = r->want_output;
 	}
 	c.parent = getpid();
 	ps_identity_plan(w->policy, slot, &c.id);

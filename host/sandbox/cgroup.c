@@ -124,13 +124,24 @@ int ps_cgroup_create(const char *parent, const struct ps_limits *l, struct ps_cg
 		if (write_at(cg, "pids.max", v, err, errlen) < 0)
 			goto fail;
 	}
-	/* At most one CPU's worth of time per period: a threaded run can't take the host. */
-	if (write_at(cg, "cpu.max", "100000 100000", err, errlen) < 0)
+	/* At most one CPU's worth of time per period (or the policy's share): a threaded run
+	 * can't take the host. */
+	ps_cgroup_cpu_max(l, v, sizeof(v));
+	if (write_at(cg, "cpu.max", v, err, errlen) < 0)
 		goto fail;
 	return 0;
 fail:
 	ps_cgroup_destroy(cg);
 	return -1;
+}
+
+void ps_cgroup_cpu_max(const struct ps_limits *l, char *buf, size_t len)
+{
+	uint64_t milli = l->cpus_milli ? l->cpus_milli : 1000;
+
+	/* quota per 100 ms period: 0.5 CPUs -> "50000 100000", 2 -> "200000 100000"; the kernel
+	 * refuses quotas under 1 ms */
+	snprintf(buf, len, "%" PRIu64 " 100000", milli * 100 < 1000 ? 1000 : milli * 100);
 }
 
 int ps_cgroup_enter(const struct ps_cgroup *cg, pid_t pid, char *err, size_t errlen)

@@ -29,6 +29,9 @@ int ps_cgroup_check(const char *parent, char *err, size_t errlen);
 /* Make parent/pysnip-PID-N with the run's limits. 0, or -1 with the file that failed. */
 int ps_cgroup_create(const char *parent, const struct ps_limits *l, struct ps_cgroup *cg,
 		     char *err, size_t errlen);
+/* What cpu.max gets for these limits: limits.cpus as a quota per 100 ms period, one CPU when
+ * unset. */
+void ps_cgroup_cpu_max(const struct ps_limits *l, char *buf, size_t len);
 /* Fallback placement when clone3 can't: write pid to cgroup.procs. */
 int ps_cgroup_enter(const struct ps_cgroup *cg, pid_t pid, char *err, size_t errlen);
 void ps_cgroup_read_stats(const struct ps_cgroup *cg, struct ps_cgroup_stats *st);

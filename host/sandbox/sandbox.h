@@ -63,6 +63,10 @@ enum ps_limits_stage {
 	PS_LIMITS_AFTER_FDS,	/* RLIMIT_NOFILE, once they are closed */
 	PS_LIMITS_ALL,
 };
+/* Worker: from now on a storm of failing mmaps (a library retrying forever under RLIMIT_AS)
+ * ends the run as out of memory instead of spinning (mmap_guard.c). */
+void ps_mmap_guard_arm(void);
+
 int ps_limits_apply(const struct ps_limits *l, bool private_uid, enum ps_limits_stage stage,
 		    struct ps_child_err *e);
 

@@ -164,8 +164,10 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t act, const char *name, unsigne
 static int add_group(scmp_filter_ctx ctx, const struct ps_syscall_group *g, char *err,
 		     size_t errlen)
 {
+	uint32_t act = g->fail_errno ? SCMP_ACT_ERRNO((uint32_t)g->fail_errno) : SCMP_ACT_ALLOW;
+
 	for (const char *const *s = g->syscalls; *s; s++)
-		if (add_rule(ctx, SCMP_ACT_ALLOW, *s, 0, NULL, err, errlen) < 0)
+		if (add_rule(ctx, act, *s, 0, NULL, err, errlen) < 0)
 			return -1;
 	return 0;
 }
@@ -283,6 +285,13 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct ps_policy *p, uint32_
 	if (p->threads && (mask & (1u << ARG_CLONE))) {
 		c[0] = SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_NS_FLAGS, CLONE_THREAD);
 		if (add_rule(ctx, SCMP_ACT_ALLOW, "clone", 1, c, err, errlen) < 0)
+			return -1;
+	}
+	/* @exec-probe: a process (clone without CLONE_THREAD, _posixsubprocess's fallback when
+	 * vfork fails) fails with EPERM too, so that the library's OSError path runs. */
+	if (ps_strlist_has(&p->syscall_groups, "@exec-probe")) {
+		c[0] = SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0);
+		if (add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "clone", 1, c, err, errlen) < 0)
 			return -1;
 	}
 	/* clone3 passes its flags in memory the filter can't read: fail it with ENOSYS so that

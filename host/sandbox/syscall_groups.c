@@ -1,8 +1,10 @@
 /* The syscall groups a policy's "seccomp.groups" can name, and the syscalls nothing may allow.
  *
  * Groups (final names, sorted):
- *   @basic-io  @fs-read  @fs-write  @memory  @process-info  @python-runtime  @signals
- *   @threads  @time
+ *   @basic-io  @exec-probe  @fs-read  @fs-write  @memory  @net-probe  @numa-probe
+ *   @process-info  @python-runtime  @signals  @threads  @time
+ * @exec-probe, @net-probe and @numa-probe allow nothing: their syscalls fail with EPERM
+ * (fail_errno).
  *
  * What is NOT here, on purpose: syscalls that are only safe with argument checks are added
  * by seccomp.c itself (ioctl with a few terminal/fd requests, rt_sigaction except SIGSYS,
@@ -13,10 +15,13 @@
  * fcntl is argument-checked there too: every command but F_SETOWN(_EX) and F_SETSIG. */
 #include "syscall_groups.h"
 
+#include <errno.h>
 #include <string.h>
 
 #define SYSCALLS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
+/* Rows that allow leave fail_errno out (0). */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 const struct ps_syscall_group ps_syscall_groups[] = {
 	{ "@basic-io", "read, write, close, seek, dup, poll and pipes on descriptors already open",
 	  SYSCALLS("close", "close_range", "copy_file_range", "dup", "dup2", "dup3",
@@ -24,6 +29,11 @@ const struct ps_syscall_group ps_syscall_groups[] = {
 		   "epoll_wait", "fdatasync", "fstat", "fsync", "lseek", "pipe", "pipe2",
 		   "poll", "ppoll", "pread64", "preadv", "preadv2", "pselect6", "pwrite64", "pwritev",
 		   "pwritev2", "read", "readv", "select", "sendfile", "write", "writev") },
+	/* Measured (strace -f of numpy, pandas, PIL and matplotlib jobs): pandas' platform.uname()
+	 * runs `uname -p`, matplotlib's font search runs fc-list; both catch the OSError. */
+	{ "@exec-probe", "new programs fail with EPERM: for libraries that only probe a helper "
+	  "program (pandas runs uname -p, matplotlib fc-list) and catch the OSError",
+	  SYSCALLS("execve", "execveat", "fork", "vfork"), EPERM },
 	{ "@fs-read", "open files and look at paths (Landlock decides which paths)",
 	  SYSCALLS("access", "chdir", "faccessat", "faccessat2", "fadvise64", "fchdir", "fstatfs",
 		   "getcwd", "getdents64", "lstat", "newfstatat", "open", "openat", "readlink",
@@ -34,6 +44,16 @@ const struct ps_syscall_group ps_syscall_groups[] = {
 		   "symlink", "symlinkat", "truncate", "unlink", "unlinkat", "utimensat") },
 	{ "@memory", "map, unmap, protect and advise memory (bounded by RLIMIT_AS)",
 	  SYSCALLS("brk", "madvise", "mincore", "mmap", "mprotect", "mremap", "msync", "munmap") },
+	/* OpenBLAS and glibc's NUMA-aware allocators ask; Docker without CAP_SYS_NICE answers the
+	 * same. */
+	/* pandas.read_csv("http://..."), urllib: with the Python layer off the socket call itself
+	 * is reached; no address family is ever allowed, the library gets an OSError. */
+	{ "@net-probe", "sockets fail with EPERM: for libraries that reach for the network "
+	  "(pandas reading a URL) and must get an OSError, not SIGSYS; nothing is ever allowed",
+	  SYSCALLS("socket", "socketpair"), EPERM },
+	{ "@numa-probe", "NUMA memory policy calls fail with EPERM, as in Docker without "
+	  "CAP_SYS_NICE (OpenBLAS and numactl-aware allocators probe them)",
+	  SYSCALLS("get_mempolicy", "mbind", "migrate_pages", "move_pages", "set_mempolicy"), EPERM },
 	{ "@process-info", "read-only facts about this process and the machine",
 	  SYSCALLS("getegid", "geteuid", "getgid", "getgroups", "getpgid", "getpgrp", "getpid",
 		   "getppid", "getresgid", "getresuid", "getrlimit", "getrusage", "getsid", "gettid",

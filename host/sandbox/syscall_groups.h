@@ -10,6 +10,10 @@ struct ps_syscall_group {
 	const char *name;		/* "@basic-io" */
 	const char *help;		/* one line: what it is for */
 	const char *const *syscalls;	/* NULL-terminated */
+	/* 0: the group's syscalls are allowed. Otherwise they fail with this errno: calls a
+	 * library only probes, which must see a clean error (its OSError path), not SIGSYS. Such
+	 * a group may list never-allowed syscalls: failing them keeps them denied. */
+	int fail_errno;
 };
 
 /* Sorted by name; a syscall appears in at most one group. */

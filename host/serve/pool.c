@@ -496,15 +496,20 @@ static int usable(const struct ps_zidle *e, bool *ok)
 static void run_on(struct ps_zygote *z, struct ps_zidle *e, int procstat, const struct ps_policy *p,
 		   const struct ps_run *r, struct ps_outcome *o)
 {
-	struct ps_wreq q = { .magic = PS_WREQ_MAGIC, .code_len = r->code_len, .limits = r->limits };
+	struct ps_wreq q = { .magic = PS_WREQ_MAGIC, .n_inputs = (uint32_t)r->n_inputs,
+			     .code_len = r->code_len, .limits = r->limits };
 	struct ps_supervise_fds f = { .in = e->fd[0], .out = e->fd[1], .err = e->fd[2],
 				      .status = e->fd[3], .report = e->fd[4], .pidfd = e->fd[5],
 				      .life = e->fd[6], .procstat = procstat,
 				      /* a cgroup's figures come only with the reaping; a second
 				       * thread could die of a signal after the first exits */
 				      .early_exit = !p->cgroup_parent && !p->threads };
-	size_t len = sizeof(q) + r->code_len + r->stdin_len;
-	char *feed = malloc(len);
+	size_t len = sizeof(q) + r->code_len + r->stdin_len, at;
+	char *feed;
+
+	for (size_t i = 0; i < r->n_inputs; i++)
+		len += sizeof(struct ps_wreq_file) + strlen(r->inputs[i].name) + r->inputs[i].len;
+	feed = malloc(len);
 
 	memset(o, 0, sizeof(*o));
 	snprintf(o->report_token, sizeof(o->report_token), "%s", e->w.token);
@@ -516,8 +521,18 @@ static void run_on(struct ps_zygote *z, struct ps_zidle *e, int procstat, const 
 	}
 	memcpy(feed, &q, sizeof(q));
 	memcpy(feed + sizeof(q), r->code, r->code_len);
+	at = sizeof(q) + r->code_len;
+	for (size_t i = 0; i < r->n_inputs; i++) {	/* the request's files: worker.c reads them */
+		struct ps_wreq_file h = { .name_len = (uint32_t)strlen(r->inputs[i].name),
+					  .len = r->inputs[i].len };
+
+		memcpy(feed + at, &h, sizeof(h));
+		memcpy(feed + at + sizeof(h), r->inputs[i].name, h.name_len);
+		memcpy(feed + at + sizeof(h) + h.name_len, r->inputs[i].data, r->inputs[i].len);
+		at += sizeof(h) + h.name_len + r->inputs[i].len;
+	}
 	if (r->stdin_len)
-		memcpy(feed + sizeof(q) + r->code_len, r->stdin_data, r->stdin_len);
+		memcpy(feed + at, r->stdin_data, r->stdin_len);
 	f.feed = feed;
 	f.feed_len = len;
 	/* The run is foreground work from its first instruction: not after the zygote, busy

@@ -182,7 +182,8 @@ static char *run_one(struct ps_server *s, const struct ps_job *j, size_t i, unsi
 	struct ps_policy *p = &s->cfg.policies[j->policy];
 	struct ps_zygote *z = &s->cfg.zygotes[j->policy];
 	struct ps_run r = { .code = j->code, .code_len = j->code_len, .stdin_data = j->stdins[i],
-			    .limits = j->limits, .slot = slot };
+			    .limits = j->limits, .slot = slot, .inputs = j->files,
+			    .n_inputs = j->n_files, .want_output = true, .files_content = true };
 	struct ps_zanswer a;
 
 	r.stdin_len = j->stdins[i] ? strlen(j->stdins[i]) : 0;

@@ -9,6 +9,7 @@
 
 #include "policy/policy.h"
 #include "run/auditlog.h"
+#include "run/worker.h"
 #include "zygote/zygote.h"
 
 /* A batch's answer is built whole (its status is 500 when a run failed in the host), so it
@@ -53,6 +54,8 @@ struct ps_job {
 	bool batch;
 	bool stdins_owned;
 	void *root;		/* the parsed document the strings point into */
+	struct ps_file_in *files;	/* "files": each at input/NAME, decoded */
+	size_t n_files;
 };
 
 struct ps_bad {

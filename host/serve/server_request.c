@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/codec.h"
 #include "util/util.h"
 
 struct served {
@@ -192,7 +193,55 @@ static int batch_bounds(const struct ps_job *j, struct ps_bad *b)
 	return 0;
 }
 
-static const char *const known_keys[] = { "code", "stdin", "policy", "limits" };
+/* "files": [{"path": "input/NAME", "content": BASE64}]: the run's inputs (NAME one path
+ * component, no name twice), decoded here so the worker gets plain bytes. */
+static int parse_files(const cJSON *v, struct ps_job *j, struct ps_bad *b)
+{
+	const cJSON *e;
+	size_t i = 0;
+
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return bad(b, "files", "files: must be a list of {\"path\": \"input/NAME\", "
+			   "\"content\": BASE64}");
+	if (cJSON_GetArraySize(v) > PS_WREQ_INPUTS_MAX)
+		return bad(b, "files", "files: at most %d", PS_WREQ_INPUTS_MAX);
+	j->files = calloc((size_t)cJSON_GetArraySize(v) + 1, sizeof(*j->files));
+	if (!j->files)
+		return bad(b, "files", "out of memory");
+	cJSON_ArrayForEach(e, v) {
+		const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "path");
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "content");
+		const char *name = cJSON_IsString(p) && !strncmp(p->valuestring, "input/", 6) ?
+					   p->valuestring + 6 : NULL;
+		char f[32];
+		unsigned char *data;
+		long n;
+
+		snprintf(f, sizeof(f), "files[%zu]", i);
+		if (!name || !*name || strchr(name, '/') || strlen(name) > 255 ||
+		    !strcmp(name, ".") || !strcmp(name, ".."))
+			return bad(b, f, "%s.path: must be \"input/NAME\", NAME one path component", f);
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(j->files[k].name, name))
+				return bad(b, f, "%s.path: input/%.255s given twice", f, name);
+		if (!cJSON_IsString(c))
+			return bad(b, f, "%s.content: required, the file's bytes as base64", f);
+		data = malloc(strlen(c->valuestring) / 4 * 3 + 1);
+		if (!data)
+			return bad(b, f, "out of memory");
+		n = ps_base64_decode(c->valuestring, strlen(c->valuestring), data);
+		j->files[i] = (struct ps_file_in){ .name = name, .data = (const char *)data,
+						   .len = n < 0 ? 0 : (size_t)n };
+		j->n_files = ++i;
+		if (n < 0)
+			return bad(b, f, "%s.content: not base64 (RFC 4648, padded, no line breaks)", f);
+	}
+	return 0;
+}
+
+static const char *const known_keys[] = { "code", "stdin", "policy", "limits", "files" };
 
 static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j, struct ps_bad *b)
 {
@@ -207,7 +256,7 @@ static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j
 			known |= !strcmp(it->string, known_keys[i]);
 		if (!known)
 			return bad(b, it->string, "%.*s: unknown field (known: code, stdin, policy, "
-				   "limits)", clip(it->string, 50), it->string);
+				   "limits, files)", clip(it->string, 50), it->string);
 		if (duplicate(root, it))
 			return bad(b, it->string, "%.*s: given twice", clip(it->string, 50),
 				   it->string);
@@ -219,7 +268,8 @@ static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j
 	j->code_len = strlen(code->valuestring);
 	if (parse_policy(s, cJSON_GetObjectItemCaseSensitive(root, "policy"), j, b) < 0 ||
 	    parse_limits(s, cJSON_GetObjectItemCaseSensitive(root, "limits"), j, b) < 0 ||
-	    parse_stdin(cJSON_GetObjectItemCaseSensitive(root, "stdin"), j, b) < 0)
+	    parse_stdin(cJSON_GetObjectItemCaseSensitive(root, "stdin"), j, b) < 0 ||
+	    parse_files(cJSON_GetObjectItemCaseSensitive(root, "files"), j, b) < 0)
 		return -1;
 	return j->batch ? batch_bounds(j, b) : 0;
 }
@@ -296,6 +346,9 @@ int ps_job_parse(const char *body, size_t len, bool batch, const struct ps_polic
 
 void ps_job_free(struct ps_job *j)
 {
+	for (size_t i = 0; j->files && i < j->n_files; i++)
+		free((void *)j->files[i].data);
+	free(j->files);
 	if (j->stdins_owned)
 		free(j->stdins);
 	cJSON_Delete(j->root);

@@ -24,6 +24,26 @@ static void test_refusals(void)
 	CHECK_CONTAINS(err, "is not on a cgroup v2 file system");
 }
 
+/* What cpu.max would get: the policy's CPU share per 100 ms period (--cpus 0.5), one CPU
+ * when unset, never under the kernel's 1 ms minimum. No cgroup needed to check it. */
+static void test_cpu_max_value(void)
+{
+	struct ps_limits l = { 0 };
+	char v[64];
+
+	ps_cgroup_cpu_max(&l, v, sizeof(v));
+	CHECK_STR(v, "100000 100000");
+	l.cpus_milli = 500;
+	ps_cgroup_cpu_max(&l, v, sizeof(v));
+	CHECK_STR(v, "50000 100000");
+	l.cpus_milli = 2000;
+	ps_cgroup_cpu_max(&l, v, sizeof(v));
+	CHECK_STR(v, "200000 100000");
+	l.cpus_milli = 1;
+	ps_cgroup_cpu_max(&l, v, sizeof(v));
+	CHECK_STR(v, "1000 100000");
+}
+
 static const char *find_parent(char *why, size_t len)
 {
 	static const char *const candidates[] = { "/sys/fs/cgroup/pysnip",
@@ -73,6 +93,7 @@ int main(void)
 	const char *parent;
 
 	test_refusals();
+	test_cpu_max_value();
 	parent = find_parent(why, sizeof(why));
 	if (parent)
 		test_real(parent);

@@ -375,8 +375,8 @@ static void test_names_and_dirs(void)
 	CHECK_STR(ps_policy_dir(), "policies");
 	CHECK_STR(ps_allow_dir(), "tests/fixtures/allow");
 	/* A name is looked up in the policy directory; a path is taken as it is. */
-	expect_fail("nope", "nope", "not found in policies (known: default, notebook, strict)");
-	expect_fail("no way", "no way", "not found in policies (known: default, notebook, strict)");
+	expect_fail("nope", "nope", "not found in policies (known: default, notebook, scientific, strict)");
+	expect_fail("no way", "no way", "not found in policies (known: default, notebook, scientific, strict)");
 	expect_fail("strict.json", "strict.json", "cannot open: No such file or directory");
 	if (load("./policies/strict.json", &p) == 0) {
 		CHECK_STR(p.name, "strict");
@@ -604,7 +604,8 @@ static void test_limits_json(void)
 	j = limits_json(&p.limits);
 	CHECK_STR(j, "{\"wall_ms\":5000,\"cpu_ms\":2000,\"memory_bytes\":268435456,"
 		     "\"output_bytes\":1048576,\"file_size_bytes\":16777216,\"open_files\":64,"
-		     "\"processes\":1,\"scratch_bytes\":67108864}");
+		     "\"processes\":1,\"scratch_bytes\":67108864,\"output_files\":64,"
+		     "\"output_files_bytes\":16777216}");
 	free(j);
 	p.limits.memory_bytes = UINT64_MAX;	/* 64-bit values print exactly */
 	j = limits_json(&p.limits);
@@ -677,7 +678,7 @@ static void test_to_json(void)
 	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(o, "extends")), "full");
 	CHECK_CONTAINS(j, "\"limits\":{\"wall\":\"3s\",\"cpu\":\"500ms\",\"memory\":\"64M\","
 			  "\"output\":\"10K\",\"file_size\":\"0\",\"open_files\":10,\"processes\":4,"
-			  "\"scratch\":\"1M\"}");
+			  "\"scratch\":\"1M\",\"output_files\":64,\"output_files_size\":\"16M\"}");
 	CHECK_CONTAINS(j, "\"action\":\"kill-process\",\"errno\":\"EACCES\"");
 	CHECK_CONTAINS(j, "\"cgroup\":{\"parent\":\"/sys/fs/cgroup/pysnip\"}");
 	CHECK_CONTAINS(j, "\"network\":false");

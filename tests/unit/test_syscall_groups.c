@@ -70,7 +70,8 @@ static void test_no_dangerous_in_groups(void)
 		if (strcmp(*d, "clone") != 0)
 			CHECK(ps_syscall_never_allowed(*d));
 		for (size_t i = 0; i < ps_syscall_groups_count; i++)
-			for (const char *const *s = ps_syscall_groups[i].syscalls; *s; s++)
+			for (const char *const *s = ps_syscall_groups[i].syscalls;
+			     *s && !ps_syscall_groups[i].fail_errno; s++)
 				if (strcmp(*s, *d) == 0) {
 					fprintf(stderr, "%s lists %s\n", ps_syscall_groups[i].name, *d);
 					CHECK(!"dangerous syscall in a group");
@@ -78,8 +79,24 @@ static void test_no_dangerous_in_groups(void)
 	}
 	for (const char *const *n = ps_syscalls_never; *n; n++)
 		for (size_t i = 0; i < ps_syscall_groups_count; i++)
-			for (const char *const *s = ps_syscall_groups[i].syscalls; *s; s++)
+			for (const char *const *s = ps_syscall_groups[i].syscalls;
+			     *s && !ps_syscall_groups[i].fail_errno; s++)
 				CHECK(strcmp(*s, *n) != 0);
+}
+
+/* A group that fails its syscalls fails them with a real errno, and allows none. */
+static void test_errno_groups(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ps_syscall_groups_count; i++) {
+		if (!ps_syscall_groups[i].fail_errno)
+			continue;
+		n++;
+		CHECK(ps_syscall_groups[i].fail_errno > 0 && ps_syscall_groups[i].fail_errno < 4096);
+	}
+	CHECK(n >= 3);	/* @exec-probe, @net-probe, @numa-probe */
+	CHECK(ps_syscall_group_find("@exec-probe")->fail_errno == EPERM);
 }
 
 static void init_policy(struct ps_policy *p, const char *group, const char *extra)
@@ -142,6 +159,7 @@ static void test_names(void)
 int main(void)
 {
 	test_sorted_and_documented();
+	test_errno_groups();
 	test_names_resolve_and_unique();
 	test_no_dangerous_in_groups();
 	test_filter_build();

@@ -1,0 +1,176 @@
+"""Benchmark of the scientific policy (run by `make bench`; figures printed, targets reported,
+never a failed test). Every ratio is against `/usr/bin/python3.11 -I` running the same job cold,
+measured in the same run, rounds interleaved so the machine's noise falls on both alike:
+
+- one-shot `pysnip exec --policy scientific` of the grayscale job (a PNG in through --input,
+  the grayscale PNG out through --output-dir): median, target <= 1.2x;
+- served, warm (the zygote pre-imports numpy, pandas, PIL.Image, matplotlib.pyplot), p50 of
+    `import numpy as np; print(np.arange(10**6).sum())`       target <= 0.05x
+    the grayscale job (the PNG in "files", the output back)   target <= 0.3x
+    a 100-point line plot returned as a PNG display           target <= 0.15x
+- Private_Dirty of a scientific worker running print(1) (smaps_rollup), target < 4 MB.
+
+    /usr/bin/python3 tests/bench/bench_scientific.py --pysnip ./pysnip [-n 30] [--served 60]
+"""
+import argparse
+import base64
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
+sys.path.insert(0, HERE)
+
+PY = "/usr/bin/python3.11"
+
+GRAY = """from PIL import Image
+Image.open("input/in.png").convert("L").save("output/out.png")
+"""
+ARANGE = "import numpy as np; print(np.arange(10**6).sum())"
+PLOT = """import matplotlib.pyplot as plt
+fig, ax = plt.subplots()
+ax.plot(range(100), [x * x for x in range(100)])
+"""
+# the cold python's plot: the same figure, saved as the PNG the display would carry
+PLOT_COLD = ("import matplotlib\nmatplotlib.use('Agg')\n" + PLOT +
+             "import io\nb = io.BytesIO()\nfig.savefig(b, format='png', bbox_inches='tight')\n")
+
+
+def pct(samples, p):
+    s = sorted(samples)
+    return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
+
+
+def make_png(path):
+    subprocess.run([PY, "-I", "-c", "from PIL import Image\nim = Image.new('RGB', (640, 480))\n"
+                    "im.putdata([(x %% 256, y %% 256, (x * y) %% 256) for y in range(480) "
+                    "for x in range(640)])\nim.save(%r)" % path], check=True)
+
+
+def timed(argv, cwd=None, stdin=None):
+    t0 = time.perf_counter()
+    p = subprocess.run(argv, cwd=cwd, input=stdin, stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL)
+    dt = (time.perf_counter() - t0) * 1000
+    return dt, p
+
+
+def cold_job(work, code):
+    """python3.11 -I running code in a fresh cwd holding input/in.png and output/."""
+    d = tempfile.mkdtemp(dir=work)
+    os.mkdir(os.path.join(d, "input"))
+    os.mkdir(os.path.join(d, "output"))
+    shutil.copy(os.path.join(work, "in.png"), os.path.join(d, "input", "in.png"))
+    dt, p = timed([PY, "-I", "-c", code], cwd=d)
+    assert p.returncode == 0, code
+    shutil.rmtree(d)
+    return dt
+
+
+def oneshot(pysnip, work, n):
+    png = os.path.join(work, "in.png")
+    job = os.path.join(work, "gray.py")
+    with open(job, "w") as f:
+        f.write(GRAY)
+    cold, warm = [], []
+    for i in range(n + 2):
+        c = cold_job(work, GRAY)
+        out = tempfile.mkdtemp(dir=work)
+        dt, p = timed([pysnip, "exec", "--policy", "scientific", "--input", png,
+                       "--output-dir", out, job])
+        v = json.loads(p.stdout)
+        assert v["status"] == "ok" and os.path.exists(os.path.join(out, "out.png")), v
+        shutil.rmtree(out)
+        if i >= 2:
+            cold.append(c)
+            warm.append(dt)
+    return statistics.median(cold), statistics.median(warm)
+
+
+def served(srv, work, rounds):
+    png_b64 = base64.b64encode(open(os.path.join(work, "in.png"), "rb").read()).decode()
+    jobs = {
+        "arange": ({"code": ARANGE}, ARANGE, 0.05),
+        "grayscale": ({"code": GRAY, "files": [{"path": "input/in.png", "content": png_b64}]},
+                      GRAY, 0.3),
+        "plot": ({"code": PLOT}, PLOT_COLD, 0.15),
+    }
+    conn = srv.conn()
+    res = {}
+    for name, (body, cold_code, target) in jobs.items():
+        for _ in range(3):  # warm the connection and the pool
+            srv.request("POST", "/v1/exec", body, conn=conn)
+        cold, warm = [], []
+        for _ in range(rounds):
+            cold.append(cold_job(work, cold_code))
+            t0 = time.perf_counter()
+            st, _, v = srv.request("POST", "/v1/exec", body, conn=conn)
+            warm.append((time.perf_counter() - t0) * 1000)
+            assert st == 200 and v["status"] == "ok", v
+            if name == "grayscale":
+                assert v["files"][0]["path"] == "out.png"
+            if name == "plot":
+                assert "image/png" in v["display"][0]["data"]
+        res[name] = (pct(cold, 50), pct(warm, 50), target)
+    conn.close()
+    return res
+
+
+def private_dirty(srv):
+    from bench_serve import in_read_of_fd0, rollup
+    t = threading.Thread(target=srv.exec, args=("print(1)\nimport time\ntime.sleep(1.5)",))
+    t.start()
+    time.sleep(0.6)
+    z = srv.zygotes()["scientific"]
+    kids = [k for k in srv.children(z)
+            if open("/proc/%d/comm" % k).read().strip() != "pysnip-init"]
+    running = [k for k in kids if not in_read_of_fd0(k)]
+    kb = rollup(running[0])["Private_Dirty"] if running else None
+    t.join()
+    return kb
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pysnip", default=os.path.join(os.path.dirname(os.path.dirname(HERE)),
+                                                     "pysnip"))
+    ap.add_argument("-n", type=int, default=20, help="one-shot rounds")
+    ap.add_argument("--served", type=int, default=40, help="served rounds per job")
+    a = ap.parse_args()
+    os.environ["PYSNIP"] = os.path.abspath(a.pysnip)
+    if subprocess.run([PY, "-I", "-c", "import numpy, pandas, PIL, matplotlib"]).returncode:
+        print("bench_scientific: numpy/pandas/PIL/matplotlib not importable; skipped")
+        return
+    import servekit
+    work = tempfile.mkdtemp(prefix="pysnip-bench-sci-")
+    try:
+        make_png(os.path.join(work, "in.png"))
+        load = os.getloadavg()[0]
+        print("scientific bench (%s, load %.2f); baseline: %s -I running the same job cold"
+              % (time.strftime("%Y-%m-%d %H:%M"), load, PY))
+        c, w = oneshot(a.pysnip, work, a.n)
+        print("  one-shot grayscale job   python %7.1f ms  pysnip exec %7.1f ms  %.3fx  "
+              "(target <= 1.2x)" % (c, w, w / c))
+        srv = servekit.Server("--policy", "scientific")
+        try:
+            for name, (cold, warm, target) in served(srv, work, a.served).items():
+                print("  served %-17s python %7.1f ms  p50 %7.2f ms      %.3fx  (target <= %gx)"
+                      % (name, cold, warm, warm / cold, target))
+            kb = private_dirty(srv)
+            print("  Private_Dirty of a scientific worker running print(1): %s kB "
+                  "(target < 4096 kB)" % kb)
+        finally:
+            srv.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
