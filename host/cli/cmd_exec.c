@@ -127,7 +127,13 @@ static int parse_inputs(const struct ps_opts *o, struct ps_file_in *in, char nam
 				ps_err("--input %s: input/%s given twice", arg, names[i]);
 				return PS_EXIT_USAGE;
 			}
-		in[i] = (struct ps_file_in){ .name = names[i], .path = path };
+		/* a copy: the worker places its inputs after it overwrote its argument strings
+		 * (the environment scrub), which o->inputs point into */
+		in[i] = (struct ps_file_in){ .name = names[i], .path = strdup(path) };
+		if (!in[i].path) {
+			ps_err("--input %s: out of memory", arg);
+			return PS_EXIT_INTERNAL;
+		}
 	}
 	return 0;
 }

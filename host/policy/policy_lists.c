@@ -22,13 +22,21 @@ static bool is_dir(const char *path)
 
 /* $ENV, else next to the binary (a build tree or a bundle), else the installed copy.
  * Read on every call so tests can point it elsewhere with setenv(). */
+/* Decided once, into buf, the first time (in the parent: a worker clears and overwrites its
+ * environment before it runs, so a later getenv would see nothing, and a pointer into the
+ * environment would see the overwritten bytes). */
 static const char *data_dir(const char *env, const char *sub, char *buf, size_t len)
 {
-	const char *e = getenv(env);
-	const char *exe = ps_exe_dir();
+	const char *e, *exe;
 
-	if (e && *e)
-		return e;
+	if (buf[0])
+		return buf;
+	e = getenv(env);
+	exe = ps_exe_dir();
+	if (e && *e) {
+		snprintf(buf, len, "%s", e);
+		return buf;
+	}
 	if (exe) {
 		/* next to the binary, or one up (a build directory such as build-asan/) */
 		snprintf(buf, len, "%s/%s", exe, sub);
@@ -238,7 +246,14 @@ int ps_policy_modules(const struct ps_policy *p, struct ps_strlist *out, char *e
 	char reason[4200];
 
 	for (size_t i = 0; i < p->module_lists.n; i++) {
-		snprintf(file, sizeof(file), "%s/%s.txt", ps_allow_dir(), p->module_lists.items[i]);
+		int n = snprintf(file, sizeof(file), "%s/%s.txt", ps_allow_dir(),
+				 p->module_lists.items[i]);
+
+		if (n < 0 || (size_t)n >= sizeof(file)) {
+			snprintf(err, errlen, "policy %s: field modules.lists[%zu]: path too long",
+				 p->path, i);
+			goto fail;
+		}
 		if (read_allow_file(file, &l, reason, sizeof(reason)) < 0) {
 			snprintf(err, errlen, "policy %s: field modules.lists[%zu]: %s", p->path, i,
 				 reason);

@@ -80,6 +80,9 @@ static int prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t laye
 			 "this host's cgroup is not usable");
 		goto fail;
 	}
+	/* matplotlib's prebuilt font list is seeded by the worker, after it cleared its
+	 * environment: where it is (PYSNIP_MPL_CACHE) is decided here */
+	(void)ps_mpl_cache_dir();
 	if (!(layers_off & (1u << PS_LAYER_NAMESPACES))) {
 		bool best = p->layers[PS_LAYER_NAMESPACES] == PS_LAYER_BEST_EFFORT;
 
