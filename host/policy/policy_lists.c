@@ -21,18 +21,12 @@ static bool is_dir(const char *path)
 }
 
 /* $ENV, else next to the binary (a build tree or a bundle), else the installed copy.
- * Read on every call so tests can point it elsewhere with setenv(). */
-/* Decided once, into buf, the first time (in the parent: a worker clears and overwrites its
- * environment before it runs, so a later getenv would see nothing, and a pointer into the
- * environment would see the overwritten bytes). */
+ * Read on every call so tests can point it elsewhere with setenv(); an environment value is
+ * copied into buf, since a worker overwrites its environment strings before it runs. */
 static const char *data_dir(const char *env, const char *sub, char *buf, size_t len)
 {
-	const char *e, *exe;
+	const char *e = getenv(env), *exe = ps_exe_dir();
 
-	if (buf[0])
-		return buf;
-	e = getenv(env);
-	exe = ps_exe_dir();
 	if (e && *e) {
 		snprintf(buf, len, "%s", e);
 		return buf;
@@ -64,11 +58,16 @@ const char *ps_allow_dir(void)
 	return data_dir("PYSNIP_ALLOW_DIR", "stdlib-allow", buf, sizeof(buf));
 }
 
+/* Decided once, the first time (in the parent, ps_worker_prepare): the worker that seeds a
+ * run's font list from it has cleared its environment by then. */
 const char *ps_mpl_cache_dir(void)
 {
 	static char buf[4096];
+	static const char *dir;
 
-	return data_dir("PYSNIP_MPL_CACHE", "mpl-cache", buf, sizeof(buf));
+	if (!dir)
+		dir = data_dir("PYSNIP_MPL_CACHE", "mpl-cache", buf, sizeof(buf));
+	return dir;
 }
 
 /* ---- names ---- */
