@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -116,14 +117,36 @@ static void run_job(struct job *j)
 	}
 }
 
+static void announce_end(void)
+{
+	cJSON *m = cJSON_CreateObject();
+
+	q.ended = true;
+	cJSON_AddStringToObject(m, "event", "ended");
+	cJSON_AddStringToObject(m, "reason", ps_session_ended(q.s));
+	emit(m, NULL);
+}
+
 static void *runner(void *unused)
 {
 	for (;;) {
 		struct job *j;
 
 		pthread_mutex_lock(&q.mu);
-		while (!q.head && !q.eof)
-			pthread_cond_wait(&q.cv, &q.mu);
+		while (!q.head && !q.eof) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 200 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			/* between cells: the session may end by itself (idle, lifetime) */
+			if (pthread_cond_timedwait(&q.cv, &q.mu, &ts) != 0 && !q.ended &&
+			    ps_session_wait_ended(q.s, 0))
+				announce_end();
+		}
 		j = q.head;
 		if (!j) {
 			pthread_mutex_unlock(&q.mu);
@@ -138,14 +161,8 @@ static void *runner(void *unused)
 		pthread_mutex_lock(&q.mu);
 		q.running = NULL;
 		pthread_mutex_unlock(&q.mu);
-		if (ps_session_ended(q.s) && !q.ended) {
-			cJSON *m = cJSON_CreateObject();
-
-			q.ended = true;
-			cJSON_AddStringToObject(m, "event", "ended");
-			cJSON_AddStringToObject(m, "reason", ps_session_ended(q.s));
-			emit(m, NULL);
-		}
+		if (ps_session_ended(q.s) && !q.ended)
+			announce_end();
 		cJSON_Delete(j->id);
 		free(j->code);
 		free(j->limits);

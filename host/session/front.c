@@ -336,7 +336,11 @@ char *ps_session_exec(struct ps_session *s, const char *code, size_t len, const 
 	m = await_event(s, "verdict", cb, err, errlen);
 	if (m) {
 		cJSON *v = cJSON_GetObjectItemCaseSensitive(m, "verdict");
+		const char *over = str_of(m, "session_ended");
 		cJSON *d;
+
+		if (over)	/* this cell used up a session limit */
+			snprintf(s->ended, sizeof(s->ended), "%s", over);
 
 		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(v, "display"))
 		{
@@ -428,6 +432,31 @@ char *ps_session_info(struct ps_session *s)
 	}
 	pthread_mutex_unlock(&s->mu);
 	return out;
+}
+
+const char *ps_session_wait_ended(struct ps_session *s, int timeout_ms)
+{
+	char err[300];
+
+	if (pthread_mutex_trylock(&s->mu) != 0)
+		return NULL;
+	while (!s->ended[0] && !s->gone) {
+		struct pollfd p = { .fd = s->fd, .events = POLLIN };
+		char *line;
+		cJSON *m;
+
+		if (!s->len && poll(&p, 1, timeout_ms) <= 0)
+			break;
+		line = read_line(s, 0);
+		if (!line)
+			break;
+		m = cJSON_Parse(line);
+		free(line);
+		note_ended(s, m, err, sizeof(err));
+		cJSON_Delete(m);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return ps_session_ended(s);
 }
 
 const char *ps_session_ended(struct ps_session *s)

@@ -86,6 +86,7 @@ static void cell_child(const struct ps_scmd *q, const char *code)
 {
 	struct rlimit cpu, was;
 	struct rusage ru;
+	pid_t self = getpid();
 	int rc;
 
 	/* first, so that the host knows the cell before anything else it says */
@@ -107,6 +108,9 @@ static void cell_child(const struct ps_scmd *q, const char *code)
 		kind[sizeof(q->query)] = '\0';
 		rc = ps_interp_cell_query(kind, code, (size_t)q->len, (size_t)q->cursor, REPORT_FD);
 	}
+	/* a process the cell forked (python layer off) came back here: it is not the cell */
+	if (getpid() != self)
+		_exit(0);
 	getrusage(RUSAGE_SELF, &ru);
 	send_rec(PS_REC_CELL_DONE, 0, rc, NULL, &ru);
 	if (q->kind != PS_SCMD_EXEC)

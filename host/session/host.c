@@ -259,7 +259,7 @@ static int cell_limits(struct host *h, const cJSON *lim, struct ps_limits *out, 
 	return 0;
 }
 
-static bool session_over(struct host *h, uint64_t now)
+bool ps_host_session_over(struct host *h, uint64_t now)
 {
 	const struct ps_session_limits *sl = &h->sl;
 
@@ -397,7 +397,7 @@ static void serve_front(struct host *h)
 		char *line;
 		uint64_t now = ps_now_us();
 
-		if (session_over(h, now)) {
+		if (ps_host_session_over(h, now)) {
 			send_ended(h);
 			return;
 		}
@@ -407,7 +407,7 @@ static void serve_front(struct host *h)
 			free(line);
 			if (ret < 0)
 				return;
-			if (session_over(h, ps_now_us())) {
+			if (ps_host_session_over(h, ps_now_us())) {
 				send_ended(h);
 				return;
 			}

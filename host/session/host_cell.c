@@ -436,6 +436,8 @@ static void supervise(struct cell *c)
 			c->holder_dead = true;
 	}
 	c->o.wall_us = ps_now_us() - c->start_us;
+	if (!c->o.run_us && c->o.wall_us > c->o.setup_us)
+		c->o.run_us = c->o.wall_us - c->o.setup_us;
 }
 
 static cJSON *report_of(const struct cell *c)
@@ -536,6 +538,8 @@ static int send_verdict(struct cell *c)
 	m = cJSON_CreateObject();
 	cJSON_AddStringToObject(m, "event", "verdict");
 	cJSON_AddItemToObject(m, "verdict", j);
+	if (ps_host_session_over(h, ps_now_us()))	/* the front learns it with the verdict */
+		cJSON_AddStringToObject(m, "session_ended", h->ended);
 	line = cJSON_PrintUnformatted(m);
 	cJSON_Delete(m);
 	cJSON_Delete(rep);
@@ -603,8 +607,6 @@ static void settle(struct cell *c)
 		close(c->pidfd);
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
-	h->cpu_us += (uint64_t)(c->o.ru.ru_utime.tv_sec + c->o.ru.ru_stime.tv_sec) * 1000000 +
-		     (uint64_t)(c->o.ru.ru_utime.tv_usec + c->o.ru.ru_stime.tv_usec);
 }
 
 int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
@@ -641,9 +643,12 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 	if (!c.done && !c.reaped && !c.o.host_error[0])
 		snprintf(c.o.host_error, sizeof(c.o.host_error),
 			 "the session's holder died before the cell ended");
-	ret = q->kind == PS_SCMD_EXEC ? send_verdict(&c) : send_query(&c);
-	if (q->kind == PS_SCMD_EXEC)
+	if (q->kind == PS_SCMD_EXEC) {
 		h->cells++;
+		h->cpu_us += (uint64_t)(c.o.ru.ru_utime.tv_sec + c.o.ru.ru_stime.tv_sec) * 1000000 +
+			     (uint64_t)(c.o.ru.ru_utime.tv_usec + c.o.ru.ru_stime.tv_usec);
+	}
+	ret = q->kind == PS_SCMD_EXEC ? send_verdict(&c) : send_query(&c);
 	settle(&c);
 	ps_outcome_free(&c.o);
 	return ret;

@@ -47,6 +47,8 @@ struct host {
 /* host.c */
 int ps_host_send(struct host *h, const char *line);	/* one JSON line to the front */
 int ps_host_spawn_holder(struct host *h, char *err, size_t errlen);
+/* Has a session limit been hit (h->ended says which)? */
+bool ps_host_session_over(struct host *h, uint64_t now_us);
 void ps_host_kill_holder(struct host *h);
 /* A line from the front while a cell runs (interrupt, input): handled by host_cell.c's
  * callback; returns true when taken. */

@@ -98,6 +98,10 @@ char *ps_session_info(struct ps_session *s);
  * text stays valid until ps_session_close. */
 const char *ps_session_ended(struct ps_session *s);
 
+/* While no other call runs: wait up to timeout_ms (0: just look) for the session to end by
+ * itself (idle timeout, lifetime). Its reason, or NULL while it is alive (or a call runs). */
+const char *ps_session_wait_ended(struct ps_session *s, int timeout_ms);
+
 /* End the session: its host, holder and cells are killed and reaped, its scratch removed,
  * every descriptor of the handle closed. Nothing is left. NULL is fine. */
 void ps_session_close(struct ps_session *s);
