@@ -167,6 +167,61 @@ static int build_argv(const struct ps_session_opts *o, char **argv, char bufs[][
 	return 0;
 }
 
+/* The session host's first line: ready, or why it could not start. */
+static int await_ready(struct ps_session *s, char *err, size_t errlen)
+{
+	char *line = read_line(s, START_WAIT_MS);
+	cJSON *m = line ? cJSON_Parse(line) : NULL;
+
+	free(line);
+	if (!m || strcmp(str_of(m, "event") ?: "", "ready")) {
+		const char *msg = m ? str_of(m, "message") : NULL;
+		bool usage = m && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "usage"));
+
+		snprintf(err, errlen, "%s%s", usage && msg && strncmp(msg, "policy ", 7) ? "policy " : "",
+			 msg ? msg : "the session host did not start (execv of pysnip session-host?)");
+		cJSON_Delete(m);
+		return -1;
+	}
+	cJSON_Delete(m);
+	return 0;
+}
+
+static struct ps_session *handle_new(int fd)
+{
+	struct ps_session *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->wmu, NULL);
+	s->fd = fd;
+	s->pidfd = -1;
+	s->pid = -1;
+	return s;
+}
+
+int ps_session_adopt(int fd, int pidfd, struct ps_session **out, char *err, size_t errlen)
+{
+	struct ps_session *s = handle_new(fd);
+
+	*out = NULL;
+	if (!s) {
+		close(fd);
+		if (pidfd >= 0)
+			close(pidfd);
+		snprintf(err, errlen, "session: out of memory");
+		return -1;
+	}
+	s->pidfd = pidfd;
+	if (await_ready(s, err, errlen) < 0) {
+		ps_session_close(s);
+		return -1;
+	}
+	*out = s;
+	return 0;
+}
+
 int ps_session_start(const struct ps_session_opts *o, struct ps_session **out, char *err,
 		     size_t errlen)
 {
@@ -174,8 +229,6 @@ int ps_session_start(const struct ps_session_opts *o, struct ps_session **out, c
 	char *argv[40];
 	int sv[2], nul;
 	struct ps_session *s;
-	char *line;
-	cJSON *m;
 
 	*out = NULL;
 	snprintf(exe, sizeof(exe), "%s", o->exe ? o->exe : "");
@@ -189,15 +242,11 @@ int ps_session_start(const struct ps_session_opts *o, struct ps_session **out, c
 		return -1;
 	}
 	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-	s = calloc(1, sizeof(*s));
+	s = handle_new(sv[0]);
 	if (!s || nul < 0) {
 		snprintf(err, errlen, "session: %s", !s ? "out of memory" : strerror(errno));
 		goto fail;
 	}
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_mutex_init(&s->wmu, NULL);
-	s->fd = sv[0];
-	s->pidfd = -1;
 	/* a threaded front: only async-signal-safe calls between fork and exec */
 	s->pid = fork();
 	if (s->pid < 0) {
@@ -218,20 +267,10 @@ int ps_session_start(const struct ps_session_opts *o, struct ps_session **out, c
 	close(sv[1]);
 	close(nul);
 	s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
-	line = read_line(s, START_WAIT_MS);
-	m = line ? cJSON_Parse(line) : NULL;
-	free(line);
-	if (!m || strcmp(str_of(m, "event") ?: "", "ready")) {
-		const char *msg = m ? str_of(m, "message") : NULL;
-		bool usage = m && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "usage"));
-
-		snprintf(err, errlen, "%s%s", usage && msg && strncmp(msg, "policy ", 7) ? "policy " : "",
-			 msg ? msg : "the session host did not start (execv of pysnip session-host?)");
-		cJSON_Delete(m);
+	if (await_ready(s, err, errlen) < 0) {
 		ps_session_close(s);
 		return -1;
 	}
-	cJSON_Delete(m);
 	*out = s;
 	return 0;
 fail:
@@ -475,8 +514,9 @@ void ps_session_close(struct ps_session *s)
 	close(s->fd);
 	p = (struct pollfd){ .fd = s->pidfd, .events = POLLIN };
 	if (s->pidfd >= 0 && poll(&p, 1, 5000) <= 0)
-		kill(s->pid, SIGKILL);
-	while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
+		syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+	/* ours to reap when we started it; a zygote reaps the ones it forked */
+	while (s->pid > 0 && waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	if (s->pidfd >= 0)
 		close(s->pidfd);

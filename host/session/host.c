@@ -472,6 +472,27 @@ static int parse_args(struct host *h, int argc, char **argv, const char **policy
 	return 0;
 }
 
+/* Common to both starts: the session's worker and filter, its uid, its first holder. */
+static int begin_session(struct host *h, int slot, const char *shared_scratch, char *err,
+			 size_t errlen)
+{
+	sigaction(SIGINT, NULL, &ps_session_py_sigint);
+	signal(SIGINT, SIG_IGN);	/* a terminal's ^C is the front's to turn into an interrupt */
+	signal(SIGPIPE, SIG_IGN);
+	if (ps_worker_prepare_session(&h->w, &h->p, h->layers_off, ps_session_holder_main, err,
+				      errlen) < 0)
+		return !strncmp(err, "policy ", 7) ? PS_EXIT_USAGE : PS_EXIT_INTERNAL;
+	/* a zygote's child: its interpreter's scratch path is the zygote's shared one */
+	if (shared_scratch && shared_scratch[0])
+		snprintf(h->w.shared_scratch, sizeof(h->w.shared_scratch), "%s", shared_scratch);
+	h->slot = pick_slot(h, slot);
+	/* with no PID namespace, orphans of the session come to us, not to the host's init */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if (ps_host_spawn_holder(h, err, errlen) < 0)
+		return PS_EXIT_INTERNAL;
+	return 0;
+}
+
 static int start(struct host *h, int argc, char **argv, char *err, size_t errlen)
 {
 	static const char *const fields[4] = { "wall", "cpu", "memory", "output" };
@@ -500,33 +521,22 @@ static int start(struct host *h, int argc, char **argv, char *err, size_t errlen
 	/* the interpreter once: every restart forks a holder from this state */
 	if (ps_interp_init(&io, err, errlen) < 0)
 		return PS_EXIT_INTERNAL;
-	sigaction(SIGINT, NULL, &ps_session_py_sigint);
-	signal(SIGINT, SIG_IGN);	/* a terminal's ^C is the front's to turn into an interrupt */
-	signal(SIGPIPE, SIG_IGN);
-	if (ps_worker_prepare_session(&h->w, &h->p, h->layers_off, ps_session_holder_main, err,
-				      errlen) < 0)
-		return !strncmp(err, "policy ", 7) ? PS_EXIT_USAGE : PS_EXIT_INTERNAL;
-	h->slot = pick_slot(h, slot);
-	/* with no PID namespace, orphans of the session come to us, not to the host's init */
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	if (ps_host_spawn_holder(h, err, errlen) < 0)
-		return PS_EXIT_INTERNAL;
-	return 0;
+	return begin_session(h, slot, NULL, err, errlen);
 }
 
-int ps_cmd_session_host(int argc, char **argv)
+static void host_init(struct host *h)
 {
-	static struct host h;	/* one a process */
-	char err[512] = "";
-	int ret;
+	memset(h, 0, sizeof(*h));
+	h->slot_lock = -1;
+	h->holder_pidfd = -1;
+	h->grace_ms = DEFAULT_GRACE_MS;
+	h->start_us = h->idle_since_us = ps_now_us();
+	prctl(PR_SET_PDEATHSIG, SIGKILL);	/* our parent's death ends the session */
+}
 
-	memset(&h, 0, sizeof(h));
-	h.slot_lock = -1;
-	h.holder_pidfd = -1;
-	h.grace_ms = DEFAULT_GRACE_MS;
-	h.start_us = h.idle_since_us = ps_now_us();
-	prctl(PR_SET_PDEATHSIG, SIGKILL);	/* the front's death ends the session */
-	ret = start(&h, argc, argv, err, sizeof(err));
+/* Say how the start went, serve the front, and leave nothing. */
+static int host_run(struct host *h, int ret, const char *err)
+{
 	if (ret) {
 		cJSON *m = cJSON_CreateObject();
 		char *line;
@@ -537,15 +547,38 @@ int ps_cmd_session_host(int argc, char **argv)
 		line = cJSON_PrintUnformatted(m);
 		cJSON_Delete(m);
 		if (line)
-			ps_host_send(&h, line);
+			ps_host_send(h, line);
 		free(line);
 	} else {
-		send_info(&h, "ready");
-		serve_front(&h);
+		send_info(h, "ready");
+		serve_front(h);
 	}
-	ps_host_kill_holder(&h);
-	ps_worker_release(&h.w);	/* the PID namespace's init, and with it every survivor */
-	if (h.slot_lock >= 0)
-		close(h.slot_lock);
+	ps_host_kill_holder(h);
+	ps_worker_release(&h->w);	/* the PID namespace's init, and with it every survivor */
+	if (h->slot_lock >= 0)
+		close(h->slot_lock);
 	return ret;
+}
+
+int ps_session_host_run(const struct ps_policy *p, uint32_t layers_off, const char *shared_scratch,
+			const struct ps_limits *cell, const struct ps_session_limits *sl, int slot)
+{
+	static struct host h;	/* one a process */
+	char err[512] = "";
+
+	host_init(&h);
+	h.p = *p;
+	h.layers_off = layers_off;
+	h.cell = *cell;
+	h.sl = *sl;
+	return host_run(&h, begin_session(&h, slot, shared_scratch, err, sizeof(err)), err);
+}
+
+int ps_cmd_session_host(int argc, char **argv)
+{
+	static struct host h;	/* one a process */
+	char err[512] = "";
+
+	host_init(&h);
+	return host_run(&h, start(&h, argc, argv, err, sizeof(err)), err);
 }

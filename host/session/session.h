@@ -109,4 +109,16 @@ void ps_session_close(struct ps_session *s);
 /* `pysnip session-host`: the internal command ps_session_start execs. */
 int ps_cmd_session_host(int argc, char **argv);
 
+/* A served session (zygote/): in a fork of a zygote, whose interpreter is initialised and
+ * policy p loaded, be the session host on fd 3. Returns the exit status. */
+struct ps_policy;
+struct ps_limits;
+int ps_session_host_run(const struct ps_policy *p, uint32_t layers_off, const char *shared_scratch,
+			const struct ps_limits *cell, const struct ps_session_limits *sl, int slot);
+
+/* The front's handle on a session host started by someone else (a zygote): fd is the
+ * socket to it (taken over), pidfd its pidfd (taken over). Waits for its ready line. 0 with
+ * *out, or -1 with err. */
+int ps_session_adopt(int fd, int pidfd, struct ps_session **out, char *err, size_t errlen);
+
 #endif
