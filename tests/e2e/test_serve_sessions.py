@@ -190,3 +190,29 @@ def test_100_sessions_created_and_ended_leave_nothing(srv):
     for root, dirs, _ in os.walk(srv.tmp):
         leftover += [d for d in dirs if d.startswith("pysnip-run-")]
     assert leftover == []
+
+
+def test_python_client_session(srv):
+    import threading as th
+    import pysnip_client
+    c = pysnip_client.Client(srv.url)
+    with c.session(wall="5s", idle="1m") as s:
+        assert s.exec("x = 41")["state"] == "kept"
+        assert s.exec("x += 1; x")["result"]["data"]["text/plain"] == "42"
+        v = s.exec("import os\nos.kill(os.getpid(), 9)")
+        assert v["state"] == "rolled_back"
+        out = {}
+        t = th.Thread(target=lambda: out.update(v=s.exec("import time\ntime.sleep(4)")))
+        t.start()
+        time.sleep(1.0)
+        s.interrupt()
+        t.join(30)
+        assert out["v"]["exception"]["type"] == "KeyboardInterrupt"
+        assert s.status()["cells"] == 4
+        sid = s.id
+    with pytest.raises(pysnip_client.SessionGone):
+        pysnip_client.Session(c, {"id": sid}).exec("x")
+    with pytest.raises(pysnip_client.BadRequest) as e:
+        c.session(wall="1h")
+    assert e.value.field == "limits"
+    c.close()
