@@ -149,6 +149,7 @@ asan: export UBSAN_OPTIONS = print_stacktrace=1
 bench: $(BIN) $(SERVE_BIN)
 	$(PY) tests/bench/bench.py --pysnip $(abspath $(BIN))
 	$(PY) tests/bench/bench_serve.py --pysnip $(abspath $(BIN))
+	$(PY) tests/bench/bench_session.py --pysnip $(abspath $(BIN))
 
 deps:
 	./tools/install-deps

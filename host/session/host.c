@@ -113,7 +113,9 @@ static struct ps_limits holder_limits(const struct host *h)
 	struct ps_limits l = h->cell;
 
 	l.cpu_ms = 0;
-	l.processes = (h->cell.processes ? h->cell.processes : 1) + 2;
+	/* the holder, its cell, and the first holder left a zombie once a cell replaced it
+	 * (ps_host_reap_others: its pid is the session's process group) */
+	l.processes = (h->cell.processes ? h->cell.processes : 1) + 3;
 	if (h->slot_lock < 0)
 		l.processes += SHARED_UID_HEADROOM;
 	return l;
@@ -146,17 +148,29 @@ void ps_host_kill_holder(struct host *h)
 		return;
 	/* every holder and cell stays in the first holder's process group (setsid and
 	 * setpgid are not in the filter), and in the PID namespace */
-	kill(-h->group, SIGKILL);
 	if (h->holder_pidfd >= 0) {
 		syscall(SYS_pidfd_send_signal, h->holder_pidfd, SIGKILL, NULL, 0);
 		close(h->holder_pidfd);
 	}
 	h->holder_pidfd = -1;
+	if (h->dying_pidfd >= 0)
+		close(h->dying_pidfd);
+	h->dying_pidfd = -1;
+	/* The first holder is our child and unreaped until the end (settle() leaves it), so
+	 * its pid, which is the session's process group, still names only the session. Without
+	 * a PID namespace (whose init's end waits for every member) the session's orphans are
+	 * ours (PR_SET_CHILD_SUBREAPER): wait for them to be gone, so that their uid's
+	 * RLIMIT_NPROC is free for the next session that takes it. */
+	for (uint64_t end = ps_now_us() + 2000000;;) {
+		kill(-h->group, SIGKILL);
+		if (ps_host_reap_others(h->hp.pid) == 0 || (h->w.ns_static & CLONE_NEWPID) ||
+		    ps_now_us() >= end)
+			break;
+		usleep(1000);
+	}
 	if (h->hp.pid > 0)
 		waitpid(h->hp.pid, NULL, 0);
 	h->hp.pid = -1;
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
 	ps_worker_cleanup(&h->hp, &h->ho);
 	ps_outcome_free(&h->ho);
 	h->holder_up = false;
@@ -538,6 +552,7 @@ static void host_init(struct host *h)
 	memset(h, 0, sizeof(*h));
 	h->slot_lock = -1;
 	h->holder_pidfd = -1;
+	h->dying_pidfd = -1;
 	h->grace_ms = DEFAULT_GRACE_MS;
 	h->start_us = h->idle_since_us = ps_now_us();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);	/* our parent's death ends the session */

@@ -34,6 +34,7 @@ struct cell {
 	bool done, reaped, decided, keep, killed, holder_dead, cell_dead, front_gone;
 	bool interrupted, int_killed, cpu_killed, input_pending;
 	uint64_t output_total;
+	char *rendered;		/* the verdict as decide() rendered it (its outcome is final) */
 };
 
 static int pidfd_signal(int pidfd, int sig)
@@ -169,17 +170,13 @@ static void rusage_from(struct rusage *ru, const struct ps_status_rec *rec)
 	ru->ru_maxrss = rec->maxrss_kb;
 }
 
-/* The status a verdict of this outcome would have. */
-static char *verdict_status(struct cell *c, char *buf, size_t len)
+/* The verdict's status, from its text (ps_verdict_render writes it early, unquoted). */
+static void status_of(const char *json, char *buf, size_t len)
 {
-	char *v = ps_verdict_render(&c->h->p, &c->r, &c->o, false);
-	cJSON *j = v ? cJSON_Parse(v) : NULL;
-	cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
+	const char *p = json ? strstr(json, "\"status\":\"") : NULL;
+	size_t n = p ? strcspn(p + 10, "\"") : 0;
 
-	snprintf(buf, len, "%s", cJSON_IsString(s) ? s->valuestring : "internal_error");
-	cJSON_Delete(j);
-	free(v);
-	return buf;
+	snprintf(buf, len, "%.*s", (int)n, p ? p + 10 : "");
 }
 
 /* The cell ended by itself: keep it unless its end is one a limit forced (out of memory). */
@@ -192,14 +189,21 @@ static void decide(struct cell *c, const struct ps_status_rec *rec)
 	c->o.reaped = true;
 	c->o.wait_status = (rec->err & 0xff) << 8;
 	rusage_from(&c->o.ru, rec);
-	c->o.run_us = ps_now_us() - c->start_us - c->o.setup_us;
-	verdict_status(c, st, sizeof(st));
+	c->o.wall_us = ps_now_us() - c->start_us;
+	c->o.run_us = c->o.wall_us - c->o.setup_us;
+	free(c->rendered);
+	c->rendered = ps_verdict_render(&c->h->p, &c->r, &c->o, false);
+	status_of(c->rendered, st, sizeof(st));
 	c->decided = true;
 	c->keep = c->q->kind == PS_SCMD_EXEC && !c->killed &&
 		  (!strcmp(st, "ok") || !strcmp(st, "exception") || !strcmp(st, "denied"));
 	if (c->keep) {
+		/* the old holder is blocked in wait4 and never runs again once the signal is
+		 * sent: the cell is the holder from here on, without waiting for the teardown
+		 * of the old one's address space */
 		if (!c->holder_dead)
 			pidfd_signal(c->h->holder_pidfd, SIGKILL);
+		c->holder_dead = true;
 	} else {
 		kill_cell(c);
 	}
@@ -402,7 +406,8 @@ static void supervise(struct cell *c)
 		if (p[6].revents)
 			c->holder_dead = true;
 	}
-	c->o.wall_us = ps_now_us() - c->start_us;
+	if (!c->done)
+		c->o.wall_us = ps_now_us() - c->start_us;
 	if (!c->o.run_us && c->o.wall_us > c->o.setup_us)
 		c->o.run_us = c->o.wall_us - c->o.setup_us;
 }
@@ -465,7 +470,7 @@ static const char *rollback_reason(const struct cell *c, const char *status, cha
 static int send_verdict(struct cell *c)
 {
 	struct host *h = c->h;
-	char *v = ps_verdict_render(&h->p, &c->r, &c->o, false);
+	char *v = c->rendered ? c->rendered : ps_verdict_render(&h->p, &c->r, &c->o, false);
 	cJSON *j = v ? cJSON_Parse(v) : NULL, *rep = report_of(c), *m;
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
 	char why[700];
@@ -474,6 +479,7 @@ static int send_verdict(struct cell *c)
 	int ret;
 
 	free(v);
+	c->rendered = NULL;
 	if (!j)
 		return ps_host_send(h, "{\"event\":\"error\",\"message\":\"verdict: out of memory\"}");
 	if (c->keep && h->lost[0]) {
@@ -536,6 +542,21 @@ static int send_query(struct cell *c)
 	return ret;
 }
 
+/* The holder a kept cell replaced was killed without waiting for its teardown (the verdict
+ * did not wait for it): wait now, before the next fork, so that it does not count against
+ * the session's RLIMIT_NPROC. */
+static void await_dying(struct host *h)
+{
+	struct pollfd p = { .fd = h->dying_pidfd, .events = POLLIN };
+
+	if (h->dying_pidfd < 0)
+		return;
+	(void)poll(&p, 1, 5000);
+	close(h->dying_pidfd);
+	h->dying_pidfd = -1;
+	ps_host_reap_others(h->hp.pid);	/* an orphan of ours without a PID namespace */
+}
+
 static int send_command(struct cell *c)
 {
 	struct ps_scmd q = { .magic = PS_SCMD_MAGIC, .kind = (uint32_t)c->q->kind,
@@ -544,6 +565,7 @@ static int send_command(struct cell *c)
 
 	if (c->q->query)
 		snprintf(q.query, sizeof(q.query), "%s", c->q->query);
+	await_dying(c->h);
 	if (ps_write_all(c->h->hp.f.in, &q, sizeof(q)) < 0 ||
 	    ps_write_all(c->h->hp.f.in, c->q->code, c->q->len) < 0) {
 		c->holder_dead = true;
@@ -558,8 +580,9 @@ static void settle(struct cell *c)
 	struct host *h = c->h;
 
 	if (c->keep) {
-		if (h->holder_pidfd >= 0)
-			close(h->holder_pidfd);
+		if (h->dying_pidfd >= 0)
+			close(h->dying_pidfd);
+		h->dying_pidfd = h->holder_pidfd;	/* awaited before the next fork */
 		h->holder = c->pid;
 		h->holder_proc = c->pid_proc;
 		h->holder_pidfd = c->pidfd;
@@ -573,8 +596,7 @@ static void settle(struct cell *c)
 	}
 	if (c->pidfd >= 0)
 		close(c->pidfd);
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	ps_host_reap_others(h->hp.pid);
 }
 
 int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
@@ -602,6 +624,7 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 	if (send_command(&c) == 0)
 		supervise(&c);
 	if (c.front_gone) {
+		free(c.rendered);
 		kill_cell(&c);
 		ps_outcome_free(&c.o);
 		if (c.pidfd >= 0)
@@ -617,6 +640,7 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 			     (uint64_t)(c.o.ru.ru_utime.tv_usec + c.o.ru.ru_stime.tv_usec);
 	}
 	ret = q->kind == PS_SCMD_EXEC ? send_verdict(&c) : send_query(&c);
+	free(c.rendered);
 	settle(&c);
 	ps_outcome_free(&c.o);
 	return ret;

@@ -160,7 +160,7 @@ def test_interrupt_during_sleep_keeps_the_state():
 
 
 def test_interrupt_of_c_loop_that_ignores_it_kills_and_rolls_back():
-    with Session("--wall", "30s") as s:
+    with Session("--wall", "30s", "--cpu", "20s") as s:
         s.run(SETUP)
         cid = s.start(MUTATE + "import itertools\nprint('spinning', flush=True)\n"
                       "sum(itertools.repeat(1))\n")
@@ -261,7 +261,8 @@ def test_two_sessions_cannot_see_signal_or_read_each_other(ns):
             assert v["result"]["data"]["text/plain"] == want, v
         # positive control: a session signals its own process (signal 0 to itself)
         own = eval(value(b, "import os\nos.getpid()"))
-        assert b.run(KILL_PROBE % own)["result"]["data"]["text/plain"] == "'reached'"
+        v = b.run(KILL_PROBE % own)
+        assert v["result"] and v["result"]["data"]["text/plain"] == "'reached'", v
         a.run("open('secret.txt', 'w').write('a')")
         cwd_a = eval(value(a, "import os\nos.getcwd()"))
         v = b.run("open(%r).read()" % (cwd_a + "/secret.txt"))
@@ -277,11 +278,13 @@ def test_fork_bomb_is_bounded_and_leaves_nothing():
                   "            import time\n            time.sleep(30)\n            os._exit(0)\n"
                   "        n += 1\nexcept OSError as e:\n    err = e.errno\n(n, err)",
                   limits={"wall": "4s"})
+        assert v["result"], v
         n, err = eval(v["result"]["data"]["text/plain"])
         assert err == 11  # EAGAIN: RLIMIT_NPROC on the session's uid
-        # the policy's processes (1) + the holder and the cell: one fork got through
-        assert n <= 1, n
-        assert len(procs_of_uid(uid)) <= 3
+        # RLIMIT_NPROC = the policy's processes (1) + 3 (the holder, the cell, the first
+        # holder's zombie): the cell itself and the holder leave two forks at most
+        assert n <= 2, n
+        assert len(procs_of_uid(uid)) <= 4
         s.close()
     deadline = time.monotonic() + 5
     while procs_of_uid(uid) and time.monotonic() < deadline:
