@@ -32,6 +32,7 @@ struct ps_session {
 	size_t len, cap;
 	char ended[300];
 	bool gone;
+	char *verdict_text;	/* the last verdict line's "verdict" value, cut from its text */
 };
 
 static int send_line(struct ps_session *s, const char *line)
@@ -307,17 +308,27 @@ static cJSON *await_event(struct ps_session *s, const char *want, const struct p
 		cJSON *m = line ? cJSON_Parse(line) : NULL;
 		const char *ev = m ? str_of(m, "event") : NULL;
 
-		free(line);
 		if (!line) {
 			set_gone(s, err, errlen);
 			return NULL;
 		}
 		if (!ev) {
+			free(line);
 			cJSON_Delete(m);
 			continue;
 		}
-		if (!strcmp(ev, want))
+		if (!strcmp(ev, want)) {
+			/* the host writes "verdict" last: {"event":..,"verdict":{...}} */
+			char *at = strstr(line, ",\"verdict\":{");
+			size_t n = strlen(line);
+
+			free(s->verdict_text);
+			s->verdict_text = at && n > 2 && line[n - 1] == '}' ?
+				strndup(at + 11, (size_t)(line + n - 1 - (at + 11))) : NULL;
+			free(line);
 			return m;
+		}
+		free(line);
 		if (note_ended(s, m, err, errlen)) {
 			cJSON_Delete(m);
 			return NULL;
@@ -380,7 +391,6 @@ char *ps_session_exec(struct ps_session *s, const char *code, size_t len, const 
 
 		if (over)	/* this cell used up a session limit */
 			snprintf(s->ended, sizeof(s->ended), "%s", over);
-
 		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(v, "display"))
 		{
 			char *b = cb && cb->display ? cJSON_PrintUnformatted(d) : NULL;
@@ -389,7 +399,10 @@ char *ps_session_exec(struct ps_session *s, const char *code, size_t len, const 
 				cb->display(cb->ctx, b);
 			free(b);
 		}
-		out = cJSON_PrintUnformatted(v);
+		out = s->verdict_text;	/* the verdict's own text, as the host wrote it */
+		s->verdict_text = NULL;
+		if (!out)
+			out = cJSON_PrintUnformatted(v);
 		cJSON_Delete(m);
 	}
 out:
@@ -523,5 +536,6 @@ void ps_session_close(struct ps_session *s)
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->wmu);
 	free(s->buf);
+	free(s->verdict_text);
 	free(s);
 }

@@ -466,29 +466,27 @@ static const char *rollback_reason(const struct cell *c, const char *status, cha
 	return buf;
 }
 
-/* The verdict line: the run's verdict plus the session's fields. */
+/* The verdict line: the run's verdict plus the session's fields, spliced into its text (the
+ * verdict is not parsed again): {"event":"verdict","session_ended"?:S,"verdict":{...}}. */
 static int send_verdict(struct cell *c)
 {
 	struct host *h = c->h;
 	char *v = c->rendered ? c->rendered : ps_verdict_render(&h->p, &c->r, &c->o, false);
-	cJSON *j = v ? cJSON_Parse(v) : NULL, *rep = report_of(c), *m;
-	const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
-	char why[700];
+	cJSON *rep = c->done ? report_of(c) : NULL, *tail = cJSON_CreateObject(), *head;
+	const cJSON *res = cJSON_GetObjectItemCaseSensitive(rep, "result");
+	const cJSON *disp = cJSON_GetObjectItemCaseSensitive(rep, "display");
+	char why[700], st[32], *t = NULL, *hd = NULL, *line = NULL;
 	const char *state = "kept", *reason = NULL;
-	char *line;
-	int ret;
+	int ret = -1;
 
-	free(v);
 	c->rendered = NULL;
-	if (!j)
-		return ps_host_send(h, "{\"event\":\"error\",\"message\":\"verdict: out of memory\"}");
+	status_of(v, st, sizeof(st));
 	if (c->keep && h->lost[0]) {
 		state = "lost";
 		reason = h->lost;
 	} else if (!c->keep && (c->reaped || !c->holder_dead)) {
 		state = "rolled_back";
-		reason = rollback_reason(c, cJSON_IsString(st) ? st->valuestring : "", why,
-					 sizeof(why));
+		reason = rollback_reason(c, st, why, sizeof(why));
 		h->rolled_back++;
 	} else if (!c->keep) {
 		state = "lost";
@@ -496,28 +494,35 @@ static int send_verdict(struct cell *c)
 			 "the session?): no state to roll back to; the next cell starts afresh");
 		reason = why;
 	}
-	cJSON_AddNumberToObject(j, "execution_count", (double)h->count);
-	cJSON_AddStringToObject(j, "state", state);
+	cJSON_AddNumberToObject(tail, "execution_count", (double)h->count);
+	cJSON_AddStringToObject(tail, "state", state);
 	if (reason)
-		cJSON_AddStringToObject(j, "state_reason", reason);
+		cJSON_AddStringToObject(tail, "state_reason", reason);
 	else
-		cJSON_AddNullToObject(j, "state_reason");
-	cJSON *res = cJSON_GetObjectItemCaseSensitive(rep, "result");
-	cJSON *disp = cJSON_GetObjectItemCaseSensitive(rep, "display");
-	cJSON_AddItemToObject(j, "result", c->done && cJSON_IsObject(res) ?
-						   cJSON_Duplicate(res, true) : cJSON_CreateNull());
-	cJSON_AddItemToObject(j, "display", c->done && cJSON_IsArray(disp) ?
-						    cJSON_Duplicate(disp, true) : cJSON_CreateArray());
-	m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "event", "verdict");
-	cJSON_AddItemToObject(m, "verdict", j);
+		cJSON_AddNullToObject(tail, "state_reason");
+	cJSON_AddItemToObject(tail, "result", cJSON_IsObject(res) ? cJSON_Duplicate(res, true)
+								  : cJSON_CreateNull());
+	cJSON_AddItemToObject(tail, "display", cJSON_IsArray(disp) ? cJSON_Duplicate(disp, true)
+								   : cJSON_CreateArray());
+	head = cJSON_CreateObject();
+	cJSON_AddStringToObject(head, "event", "verdict");
 	if (ps_host_session_over(h, ps_now_us()))	/* the front learns it with the verdict */
-		cJSON_AddStringToObject(m, "session_ended", h->ended);
-	line = cJSON_PrintUnformatted(m);
-	cJSON_Delete(m);
-	cJSON_Delete(rep);
-	ret = line ? ps_host_send(h, line) : -1;
+		cJSON_AddStringToObject(head, "session_ended", h->ended);
+	t = cJSON_PrintUnformatted(tail);
+	hd = cJSON_PrintUnformatted(head);
+	if (v && t && hd && v[0] == '{' && v[strlen(v) - 1] == '}' &&
+	    asprintf(&line, "%.*s,\"verdict\":%.*s,%s}", (int)strlen(hd) - 1, hd,
+		     (int)strlen(v) - 1, v, t + 1) < 0)
+		line = NULL;
+	ret = line ? ps_host_send(h, line)
+		   : ps_host_send(h, "{\"event\":\"error\",\"message\":\"verdict: out of memory\"}");
 	free(line);
+	free(t);
+	free(hd);
+	free(v);
+	cJSON_Delete(tail);
+	cJSON_Delete(head);
+	cJSON_Delete(rep);
 	return ret;
 }
 
