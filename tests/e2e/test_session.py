@@ -306,3 +306,54 @@ def test_ended_session_leaves_no_process_or_scratch():
         assert procs_of_uid(uid) == []
     left = [n for n in set(os.listdir("/tmp")) - before if n.startswith("pysnip-run-")]
     assert left == []
+
+
+# --- input() and the disposable queries (what the Jupyter kernel uses) ---
+
+def test_input_is_answered_by_the_front_or_refused():
+    with Session() as s:
+        cid = s.start("name = input('who? ')\nprint('hi', name)\nname")
+        ev = s.next_event(30)
+        assert ev == {"id": cid, "event": "input_request", "prompt": "who? ", "password": False}
+        s.send({"input": "ada"})
+        v, _ = s.wait(cid)
+        assert v["stdout"] == "hi ada\n" and v["result"]["data"]["text/plain"] == "'ada'"
+        cid = s.start("input()")
+        assert s.next_event(30)["event"] == "input_request"
+        s.send({"input": None})
+        v, _ = s.wait(cid)
+        assert v["exception"]["type"] == "EOFError" and v["state"] == "kept"
+        s.send({"input": "late"})
+        ev = s.next_event(30)
+        assert ev["event"] == "error" and ev["field"] == "input"
+
+
+def query(s, kind, code, cursor=None):
+    s.n += 1
+    msg = {"id": s.n, "query": kind, "code": code}
+    if cursor is not None:
+        msg["cursor"] = cursor
+    s.send(msg)
+    ev = s.next_event(30)
+    assert ev["event"] == "query" and ev["id"] == s.n, ev
+    return ev["result"]
+
+
+def test_queries_run_in_a_disposable_fork():
+    with Session() as s:
+        s.run("import math\nalpha = 1\nreads = 0\nclass C:\n    @property\n"
+              "    def p(self):\n        global reads\n        reads += 1\n        return reads\n"
+              "c = C()")
+        assert query(s, "complete", "math.sq") == {"matches": ["math.sqrt"], "cursor_start": 0,
+                                                   "cursor_end": 7}
+        assert "alpha" in query(s, "complete", "x = alp")["matches"]
+        r = query(s, "inspect", "math.sqrt(2)", cursor=6)
+        assert r["found"] and "square root" in r["data"]["text/plain"]
+        # inspecting c.p runs its getter, in a fork that is thrown away
+        assert query(s, "inspect", "c.p")["found"]
+        assert query(s, "is_complete", "for i in x:") == {"status": "incomplete", "indent": "    "}
+        assert query(s, "is_complete", "x = (1,")["status"] == "incomplete"
+        assert query(s, "is_complete", "x = 1") == {"status": "complete"}
+        assert query(s, "is_complete", "x = )")["status"] == "invalid"
+        assert value(s, "reads") == "0"  # the getter's increment died with the fork
+        assert value(s, "c.p") == "1"   # positive control: run as a cell, it counts
