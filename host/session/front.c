@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "policy/policy.h"
 #include "run/result.h"
 #include "util/util.h"
 
@@ -449,6 +450,33 @@ char *ps_session_query(struct ps_session *s, const char *kind, const char *code,
 	}
 	pthread_mutex_unlock(&s->mu);
 	return out;
+}
+
+int ps_session_configure(struct ps_session *s, const struct ps_limits *cell,
+			 const struct ps_session_limits *sl, char *err, size_t errlen)
+{
+	cJSON *req = cJSON_CreateObject(), *l, *m;
+	int ret = -1;
+
+	cJSON_AddStringToObject(req, "op", "configure");
+	l = cJSON_AddObjectToObject(req, "limits");
+	cJSON_AddNumberToObject(l, "wall_ms", (double)cell->wall_ms);
+	cJSON_AddNumberToObject(l, "cpu_ms", (double)cell->cpu_ms);
+	cJSON_AddNumberToObject(l, "output_bytes", (double)cell->output_bytes);
+	l = cJSON_AddObjectToObject(req, "session");
+	cJSON_AddNumberToObject(l, "idle_ms", (double)sl->idle_ms);
+	cJSON_AddNumberToObject(l, "lifetime_ms", (double)sl->lifetime_ms);
+	cJSON_AddNumberToObject(l, "cpu_ms", (double)sl->cpu_ms);
+	cJSON_AddNumberToObject(l, "cells", (double)sl->cells);
+	pthread_mutex_lock(&s->mu);
+	if (send_json(s, req) < 0) {
+		set_gone(s, err, errlen);
+	} else if ((m = await_event(s, "configured", NULL, err, errlen))) {
+		cJSON_Delete(m);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return ret;
 }
 
 int ps_session_restart(struct ps_session *s, char *err, size_t errlen)

@@ -16,6 +16,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <sched.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -385,6 +386,44 @@ static int op_restart(struct host *h)
 	return send_info(h, "restarted");
 }
 
+/* A session a zygote forked ahead of demand learns its request's limits here, before its
+ * first cell: the cells' wall, CPU and output (tightening only) and the session's own.
+ * {"op":"configure","limits":{"wall_ms":N,"cpu_ms":N,"output_bytes":N},"session":{"idle_ms":
+ * N,"lifetime_ms":N,"cpu_ms":N,"cells":N}} -> {"event":"configured"} */
+static int op_configure(struct host *h, const cJSON *m)
+{
+	static const struct {
+		const char *obj, *key;
+		size_t off;
+		bool cell;
+	} keys[] = {
+		{ "limits", "wall_ms", offsetof(struct ps_limits, wall_ms), true },
+		{ "limits", "cpu_ms", offsetof(struct ps_limits, cpu_ms), true },
+		{ "limits", "output_bytes", offsetof(struct ps_limits, output_bytes), true },
+		{ "session", "idle_ms", offsetof(struct ps_session_limits, idle_ms), false },
+		{ "session", "lifetime_ms", offsetof(struct ps_session_limits, lifetime_ms), false },
+		{ "session", "cpu_ms", offsetof(struct ps_session_limits, cpu_ms), false },
+		{ "session", "cells", offsetof(struct ps_session_limits, cells), false },
+	};
+
+	if (h->cells)
+		return send_error(h, "op", "configure: only before the first cell");
+	for (size_t i = 0; i < PS_ARRAY_LEN(keys); i++) {
+		const cJSON *o = cJSON_GetObjectItemCaseSensitive(m, keys[i].obj);
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, keys[i].key);
+		uint64_t *slot = (uint64_t *)((char *)(keys[i].cell ? (void *)&h->cell : (void *)&h->sl) +
+					      keys[i].off);
+
+		if (!cJSON_IsNumber(v) || v->valuedouble < 0)
+			continue;
+		if (keys[i].cell && *slot && (uint64_t)v->valuedouble > *slot)
+			return send_error(h, keys[i].key, "configure: looser than the policy's");
+		*slot = (uint64_t)v->valuedouble;
+	}
+	h->start_us = h->idle_since_us = ps_now_us();
+	return ps_host_send(h, "{\"event\":\"configured\"}");
+}
+
 static int handle_line(struct host *h, char *line)
 {
 	cJSON *m = cJSON_Parse(line);
@@ -404,6 +443,8 @@ static int handle_line(struct host *h, char *line)
 		ret = op_restart(h);
 	else if (!strcmp(o, "info"))
 		ret = send_info(h, "info");
+	else if (!strcmp(o, "configure"))
+		ret = op_configure(h, m);
 	else if (strcmp(o, "interrupt") && strcmp(o, "input"))	/* late: no cell runs */
 		ret = send_error(h, "op", "op: exec, query, restart, info, interrupt or input");
 	cJSON_Delete(m);
