@@ -114,9 +114,10 @@ static struct ps_limits holder_limits(const struct host *h)
 	struct ps_limits l = h->cell;
 
 	l.cpu_ms = 0;
-	/* the holder, its cell, and the first holder left a zombie once a cell replaced it
+	/* the holder, its cell, the holder the last kept cell replaced (its teardown is not
+	 * waited for), and the first holder left a zombie once a cell replaced it
 	 * (ps_host_reap_others: its pid is the session's process group) */
-	l.processes = (h->cell.processes ? h->cell.processes : 1) + 3;
+	l.processes = (h->cell.processes ? h->cell.processes : 1) + 4;
 	if (h->slot_lock < 0)
 		l.processes += SHARED_UID_HEADROOM;
 	return l;

@@ -547,16 +547,13 @@ static int send_query(struct cell *c)
 	return ret;
 }
 
-/* The holder a kept cell replaced was killed without waiting for its teardown (the verdict
- * did not wait for it): wait now, before the next fork, so that it does not count against
- * the session's RLIMIT_NPROC. */
-static void await_dying(struct host *h)
+/* The holder a kept cell replaced was killed without waiting for its teardown, and the next
+ * cell does not wait for it either (it would be most of a cell's latency): RLIMIT_NPROC has
+ * room for it (holder_limits), and the holder retries a fork refused meanwhile. */
+static void forget_dying(struct host *h)
 {
-	struct pollfd p = { .fd = h->dying_pidfd, .events = POLLIN };
-
 	if (h->dying_pidfd < 0)
 		return;
-	(void)poll(&p, 1, 5000);
 	close(h->dying_pidfd);
 	h->dying_pidfd = -1;
 	ps_host_reap_others(h->hp.pid);	/* an orphan of ours without a PID namespace */
@@ -570,7 +567,7 @@ static int send_command(struct cell *c)
 
 	if (c->q->query)
 		snprintf(q.query, sizeof(q.query), "%s", c->q->query);
-	await_dying(c->h);
+	forget_dying(c->h);
 	if (ps_write_all(c->h->hp.f.in, &q, sizeof(q)) < 0 ||
 	    ps_write_all(c->h->hp.f.in, c->q->code, c->q->len) < 0) {
 		c->holder_dead = true;
