@@ -231,6 +231,24 @@ def test_idle_timeout_ends_the_session():
         assert ev["event"] == "ended" and ev["reason"].startswith("idle"), ev
 
 
+def test_session_cpu_limit_ends_the_session():
+    with Session("--session-cpu", "1s", "--wall", "20s") as s:
+        v = s.run("import time\nt = time.process_time()\nwhile time.process_time() - t < 1.2:"
+                  "\n    pass")
+        assert v["status"] == "ok" and v["usage"]["cpu_ms"] >= 1000
+        ev = s.next_event(30)
+        assert ev["event"] == "ended" and ev["reason"].startswith("cpu"), ev
+
+
+def test_lifetime_ends_the_session():
+    with Session("--lifetime", "1500ms") as s:
+        t0 = time.monotonic()
+        s.run("a = 1")
+        ev = s.next_event(30)
+        assert ev["event"] == "ended" and ev["reason"].startswith("lifetime"), ev
+        assert 1.4 <= time.monotonic() - t0 < 4
+
+
 # --- isolation and clean-up ---
 
 KILL_PROBE = ("import os\ntry:\n    os.kill(%d, 0)\n    r = 'reached'\n"
