@@ -131,6 +131,24 @@ def test_rollback_after_sigkill_to_itself():
         assert v["status"] == "signal" and v["signal_name"] == "SIGKILL", v
 
 
+def test_lost_only_when_the_cell_kills_its_holder_too():
+    """python layer off: a cell that kills the holder (its parent) and then itself leaves
+    nothing to roll back to: lost, with the reason; the next cell runs on a fresh state and
+    says so. A cell that kills the holder but ends normally is simply kept (it is the
+    holder from then on)."""
+    with Session("--disable-layer", "python") as s:
+        s.run(SETUP)
+        v = s.run("import os\nos.kill(os.getppid(), 9)\nkilled_holder = True")
+        assert v["state"] == "kept", v
+        assert value(s, "(keep, killed_holder)") == "([1, 2], True)"
+        v = s.run("import os\nos.kill(os.getppid(), 9)\nos.kill(os.getpid(), 9)")
+        assert v["state"] == "lost" and "holder" in v["state_reason"], v
+        v = s.run("'keep' in globals()")
+        assert v["state"] == "lost" and "fresh state" in v["state_reason"], v
+        assert v["result"]["data"]["text/plain"] == "False"
+        assert s.run("a = 1")["state"] == "kept"
+
+
 def test_many_rollbacks_in_a_row_then_state_still_kept():
     with Session() as s:
         s.run(SETUP)
