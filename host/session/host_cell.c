@@ -35,6 +35,7 @@ struct cell {
 	bool interrupted, int_killed, cpu_killed, input_pending;
 	uint64_t output_total;
 	char *rendered;		/* the verdict as decide() rendered it (its outcome is final) */
+	size_t scan_off;	/* the report channel up to here is scanned for display frames */
 };
 
 static int pidfd_signal(int pidfd, int sig)
@@ -123,6 +124,46 @@ static bool read_output(struct cell *c, int fd, bool is_err)
 	return true;
 }
 
+/* Display frames on the report channel (interp_cell.c: TOKEN "D" 8 hex digits "\n" JSON):
+ * each goes to the front as a display event as soon as it is whole. The final report
+ * (TOKEN "\n") ends the scan. Anything else there was not written by pysnip: skipped. */
+static void scan_displays(struct cell *c)
+{
+	const struct ps_capture *r = &c->o.report;
+	size_t tl = strlen(c->h->token);
+
+	while (c->scan_off + tl + 10 <= r->len) {
+		const char *p = memmem(r->buf + c->scan_off, r->len - c->scan_off, c->h->token, tl);
+		char hex[9], *end, *line;
+		size_t n;
+
+		if (!p || (size_t)(p - r->buf) + tl + 10 > r->len)
+			return;
+		if (p[tl] != 'D') {
+			c->scan_off = p[tl] == '\n' ? r->len : (size_t)(p - r->buf) + tl;
+			if (p[tl] == '\n')
+				return;
+			continue;
+		}
+		memcpy(hex, p + tl + 1, 8);
+		hex[8] = '\0';
+		n = strtoul(hex, &end, 16);
+		if (*end || p[tl + 9] != '\n') {
+			c->scan_off = (size_t)(p - r->buf) + tl;
+			continue;
+		}
+		if ((size_t)(p - r->buf) + tl + 10 + n > r->len)
+			return;	/* not whole yet */
+		if (asprintf(&line, "{\"event\":\"display\",\"bundle\":%.*s}", (int)n,
+			     p + tl + 10) >= 0) {
+			if (ps_host_send(c->h, line) < 0)
+				c->front_gone = true;
+			free(line);
+		}
+		c->scan_off = (size_t)(p - r->buf) + tl + 10 + n;
+	}
+}
+
 static bool read_report(struct cell *c, int fd)
 {
 	char buf[65536];
@@ -138,6 +179,7 @@ static bool read_report(struct cell *c, int fd)
 		return true;
 	}
 	capture(&c->o.report, buf, (size_t)n);
+	scan_displays(c);
 	return true;
 }
 

@@ -328,10 +328,10 @@ def test_fork_bomb_is_bounded_and_leaves_nothing():
     assert procs_of_uid(uid) == []
 
 
-def test_ended_session_leaves_no_process_or_scratch():
-    before = set(os.listdir("/tmp"))
+def test_ended_session_leaves_no_process_or_scratch(tmp_path):
+    os.chmod(tmp_path, 0o711)  # the session's uid walks to its scratch under it
     for _ in range(5):
-        with Session() as s:
+        with Session(env={"TMPDIR": str(tmp_path)}) as s:
             uid = eval(value(s, "import os\nos.getuid()"))
             s.run("open('f', 'w').write('x' * 1000)")
             s.run("import os\nos.kill(os.getpid(), 9)")
@@ -340,8 +340,12 @@ def test_ended_session_leaves_no_process_or_scratch():
         while procs_of_uid(uid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert procs_of_uid(uid) == []
-    left = [n for n in set(os.listdir("/tmp")) - before if n.startswith("pysnip-run-")]
+    left = [n for n in os.listdir(tmp_path) if n.startswith("pysnip-run-")]
     assert left == []
+    # positive control: while a session lives, its scratch is there
+    with Session(env={"TMPDIR": str(tmp_path)}) as s:
+        s.run("x = 1")
+        assert [n for n in os.listdir(tmp_path) if n.startswith("pysnip-run-")]
 
 
 # --- input() and the disposable queries (what the Jupyter kernel uses) ---
@@ -393,3 +397,19 @@ def test_queries_run_in_a_disposable_fork():
         assert query(s, "is_complete", "x = )")["status"] == "invalid"
         assert value(s, "reads") == "0"  # the getter's increment died with the fork
         assert value(s, "c.p") == "1"   # positive control: run as a cell, it counts
+
+
+def test_display_streams_while_the_cell_runs():
+    with Session() as s:
+        cid = s.start("print('before', flush=True)\ndisplay('first')\nimport time\n"
+                      "time.sleep(1.5)\ndisplay(2)\n")
+        t0 = time.monotonic()
+        assert s.next_event(30) == {"id": cid, "event": "stdout", "text": "before\n"}
+        ev = s.next_event(30)
+        assert time.monotonic() - t0 < 1.2, "the first display came only at the cell's end"
+        assert ev == {"id": cid, "event": "display",
+                      "data": {"data": {"text/plain": "'first'"}, "metadata": {}}}
+        v, events = s.wait(cid)
+        assert events == [{"id": cid, "event": "display",
+                           "data": {"data": {"text/plain": "2"}, "metadata": {}}}]
+        assert [d["data"]["text/plain"] for d in v["display"]] == ["'first'", "2"]
