@@ -125,6 +125,13 @@ def test_rollback_after_segfault():
         assert v["status"] == "signal" and v["signal_name"] == "SIGSEGV", v
 
 
+def test_rollback_after_output_limit_keeps_exactly_the_cap():
+    with Session() as s:
+        v = rollback(s, "while True:\n    print('x' * 1000)\n", limits={"output": "64k"})
+        assert v["status"] == "output_limit" and v["truncated"] is True
+        assert len(v["stdout"]) == 65536
+
+
 def test_rollback_after_sigkill_to_itself():
     with Session() as s:
         v = rollback(s, "import os\nos.kill(os.getpid(), 9)\n")
