@@ -119,6 +119,17 @@ def test_rollback_after_seccomp_kill():
         assert any(d["layer"] == "seccomp" and d["event"] == "socket" for d in v["denials"]), v
 
 
+@pytest.mark.parametrize("target", ["-1", "-os.getpgid(0)"])
+def test_session_filter_refuses_signals_to_every_process_or_a_group(target):
+    """python layer off: the session filter lets kill reach a positive pid (a cell's own,
+    its holder's: positive controls in test_rollback_after_sigkill_to_itself and
+    test_lost_only_when_the_cell_kills_its_holder_too), never -1 or a negative group."""
+    with Session("--disable-layer", "python") as s:
+        v = rollback(s, "import os, signal\nos.kill(%s, signal.SIGCONT)\n" % target)
+        assert v["status"] == "denied" and v["signal_name"] == "SIGSYS", v
+        assert any(d["layer"] == "seccomp" and d["event"] == "kill" for d in v["denials"]), v
+
+
 def test_rollback_after_segfault():
     with Session("--disable-layer", "python") as s:
         v = rollback(s, "import ctypes\nctypes.string_at(0)\n")
