@@ -100,6 +100,17 @@ def test_rollback_after_cpu_limit():
         assert 850 <= v["usage"]["cpu_ms"] < 3500, v["usage"]  # tick accounting: a little under
 
 
+def test_cpu_limit_holds_for_a_cell_that_ignores_sigxcpu():
+    """A cell's RLIMIT_CPU is a soft limit (its hard limit stays the holder's, so that a kept
+    cell can hold on): a cell that ignores SIGXCPU is killed by the host's backstop, 1 s
+    past its CPU limit, and rolled back."""
+    with Session("--wall", "20s", "--disable-layer", "python") as s:
+        v = rollback(s, "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
+                        "while True:\n    pass\n", limits={"cpu": "1s"})
+        assert v["status"] == "cpu_limit", v
+        assert 1800 <= v["usage"]["cpu_ms"] < 3500, v["usage"]
+
+
 @needs_rlimit_as
 def test_rollback_after_memory_bomb():
     with Session("--memory", "256M") as s:
