@@ -156,6 +156,7 @@ bench: $(BIN) $(SERVE_BIN) mpl-cache/.built
 	$(PY) tests/bench/bench.py --pysnip $(abspath $(BIN))
 	$(PY) tests/bench/bench_serve.py --pysnip $(abspath $(BIN))
 	$(PY) tests/bench/bench_scientific.py --pysnip $(abspath $(BIN))
+	$(PY) tests/bench/bench_session.py --pysnip $(abspath $(BIN))
 
 # The same host/ sources again, with clang and ASan+UBSan+libFuzzer: tests/fuzz/fuzz.mk.
 fuzz:

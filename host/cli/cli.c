@@ -56,6 +56,8 @@ static const struct opt opts[] = {
 	  "a profile's unknown syscall names are an error, not a warning" },
 	{ "--audit-log", OPT_STRING, EXEC | SERVE, F(audit_log), 0, "FILE",
 	  "append one JSON line per run (serve: and per refused request; - for stdout)" },
+	{ "--max-sessions", OPT_LONG, SERVE, F(max_sessions), 0, "N",
+	  "live sessions (/v1/sessions) before 429 (default 64)" },
 	{ "--via", OPT_STRING, LEARN, F(learn_via), 0, "notify|log",
 	  "how the filter reports (default notify; log: the kernel's audit records)" },
 	{ "--pretty", OPT_FLAG, EXEC | CHECK | LEARN, F(pretty), 0, NULL, "indent the JSON" },

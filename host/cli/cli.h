@@ -30,6 +30,7 @@ struct ps_opts {
 	bool strict;			/* check-policy --strict: warnings are errors */
 	const char *audit_log;		/* --audit-log FILE (exec, serve; "-" stdout in serve) */
 	const char *learn_via;		/* learn --via notify|log */
+	long max_sessions;		/* serve --max-sessions */
 };
 
 enum ps_cmd_kind { PS_CMD_EXEC, PS_CMD_CHECK_POLICY, PS_CMD_SERVE, PS_CMD_LEARN };

@@ -42,6 +42,10 @@ struct ps_worker {
 	/* pysnip learn (one-shot only): the filter notifies instead of denying, and this
 	 * supervisor answers; the worker hands its listener over PS_LEARN_FD. */
 	struct ps_notify *learn;
+	/* A session holder (session/holder.c): after its last phase the worker runs this instead
+	 * of a snippet, with the run's token; it never returns. Set by ps_worker_prepare_session,
+	 * whose filter also allows fork. */
+	void (*become)(const char *token);
 };
 
 /* One request. */
@@ -121,6 +125,11 @@ void ps_worker_release(struct ps_worker *w);
  * "policy ". */
 int ps_worker_prepare_oneshot(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
 			      const struct ps_interp_opts *io, char *err, size_t errlen);
+
+/* A session's holder: as ps_worker_prepare, with the session's seccomp filter
+ * (ps_filter_build_session) and become run after the last phase. */
+int ps_worker_prepare_session(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
+			      void (*become)(const char *token), char *err, size_t errlen);
 
 /* Parent: fork a worker for one run and supervise it to the end. 0, or -errno for a host
  * failure (then o->host_error says what). Nothing of the run survives the call. */

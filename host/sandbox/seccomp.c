@@ -48,6 +48,7 @@ struct ps_filter {
 	uint8_t trap;		/* some rule traps: the SIGSYS handler is needed (profiles) */
 	uint8_t learn;		/* pysnip learn: unlisted syscalls notify (notify.c) */
 	uint32_t load_flags;	/* SECCOMP_FILTER_FLAG_* (a profile's "flags") */
+	uint8_t session;	/* a session holder's: fork allowed, signals within the session */
 };
 
 static uint32_t ret_action(const struct ps_filter *f)
@@ -86,6 +87,13 @@ static void write_prefix(const struct ps_filter *f, struct sock_filter *out)
 	};
 
 	memcpy(out, prefix, sizeof(prefix));
+	/* A session's cells are forks of its holder: no pid is known when the filter loads.
+	 * Any positive pid or our group (0) passes to the allowlist, never a negative one
+	 * (-1: every process we may signal; -pgid: another group). Which processes a positive
+	 * pid reaches is bounded by the session's uid and PID namespace (SECURITY.md). */
+	if (f->session)
+		out[SELF_INSN] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, 0x7fffffff,
+							      1, 2);
 }
 
 /* ioctl requests a snippet may make: isatty(), terminal size, and the fd flags CPython
@@ -242,11 +250,29 @@ static int add_extra(scmp_filter_ctx ctx, const struct ps_policy *p, char *err, 
 	return 0;
 }
 
+/* A session holder (DESIGN.md section 6) forks a child for each cell and reaps it: clone
+ * without CLONE_THREAD is allowed, never with a namespace flag, and wait4 (and
+ * set_robust_list, which glibc's fork() makes in the child). Bounded by
+ * RLIMIT_NPROC on the session's uid, its PID namespace and the session host's kill of
+ * everything at the end (SECURITY.md). Only in filters built by ps_filter_build_session. */
+static int add_session_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
+{
+	struct scmp_arg_cmp c[1];
+
+	c[0] = SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_NS_FLAGS, 0);
+	if (add_rule(ctx, SCMP_ACT_ALLOW, "clone", 1, c, err, errlen) < 0)
+		return -1;
+	/* glibc's fork() registers the child's robust futex list */
+	if (add_rule(ctx, SCMP_ACT_ALLOW, "set_robust_list", 0, NULL, err, errlen) < 0)
+		return -1;
+	return add_rule(ctx, SCMP_ACT_ALLOW, "wait4", 0, NULL, err, errlen);
+}
+
 /* The rules that look at arguments. Each says why the rest of that syscall is denied. Only
  * the syscalls in mask (1 << ARG_*) get theirs: a profile that does not allow one keeps it
  * denied. clone3 fails with ENOSYS unless keep_clone3 (a profile denied it its own way). */
 static int add_arg_rules(scmp_filter_ctx ctx, const struct ps_policy *p, uint32_t deny,
-			 unsigned mask, bool keep_clone3, char *err, size_t errlen)
+			 unsigned mask, bool keep_clone3, bool session, char *err, size_t errlen)
 {
 	struct scmp_arg_cmp c[2];
 
@@ -289,11 +315,13 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct ps_policy *p, uint32_
 	}
 	/* @exec-probe: a process (clone without CLONE_THREAD, _posixsubprocess's fallback when
 	 * vfork fails) fails with EPERM too, so that the library's OSError path runs. */
-	if (ps_strlist_has(&p->syscall_groups, "@exec-probe")) {
+	if (!session && ps_strlist_has(&p->syscall_groups, "@exec-probe")) {
 		c[0] = SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0);
 		if (add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "clone", 1, c, err, errlen) < 0)
 			return -1;
 	}
+	if (session && add_session_rules(ctx, err, errlen) < 0)
+		return -1;
 	/* clone3 passes its flags in memory the filter can't read: fail it with ENOSYS so that
 	 * glibc falls back to clone, whose flags the rule above can check. */
 	if (!keep_clone3 && deny != SCMP_ACT_ERRNO(ENOSYS) &&
@@ -535,7 +563,7 @@ static int build_rules(scmp_filter_ctx ctx, const struct ps_policy *p, struct ps
 
 	if (!p->seccomp_profile)
 		return add_groups(ctx, p, err, errlen) < 0 || add_extra(ctx, p, err, errlen) < 0 ||
-		       add_arg_rules(ctx, p, def, ARG_ALL, false, err, errlen) < 0 ? -1 : 0;
+		       add_arg_rules(ctx, p, def, ARG_ALL, false, f->session, err, errlen) < 0 ? -1 : 0;
 	b.floor = deny_action(p->seccomp_action, p->seccomp_errno);
 	b.kill = p->seccomp_action == PS_SECCOMP_KILL_PROCESS ? SCMP_ACT_KILL_PROCESS
 							       : SCMP_ACT_TRAP;
@@ -549,7 +577,8 @@ static int build_rules(scmp_filter_ctx ctx, const struct ps_policy *p, struct ps
 	    (f->trap && !b.write_allowed &&
 	     add_rule(ctx, SCMP_ACT_ALLOW, "write", 1, c, err, errlen) < 0) ||
 	    add_groups(ctx, p, err, errlen) < 0 || add_extra(ctx, p, err, errlen) < 0 ||
-	    add_arg_rules(ctx, p, def, b.arg_allowed, b.never_denied[clone3], err, errlen) < 0)
+	    add_arg_rules(ctx, p, def, b.arg_allowed, b.never_denied[clone3], f->session,
+			  err, errlen) < 0)
 		return -1;
 	return prof_floor(&b);
 }
@@ -598,13 +627,28 @@ static int add_log_rules(scmp_filter_ctx ctx, const struct ps_policy *p, char *e
 	return 0;
 }
 
+static int build(const struct ps_policy *p, bool session, struct ps_filter **out,
+		 struct ps_filter_report *rep, char *err, size_t errlen);
+
 int ps_filter_build(const struct ps_policy *p, struct ps_filter **out, char *err, size_t errlen)
 {
-	return ps_filter_build_report(p, out, NULL, err, errlen);
+	return build(p, false, out, NULL, err, errlen);
+}
+
+int ps_filter_build_session(const struct ps_policy *p, struct ps_filter **out, char *err,
+			    size_t errlen)
+{
+	return build(p, true, out, NULL, err, errlen);
 }
 
 int ps_filter_build_report(const struct ps_policy *p, struct ps_filter **out,
 			   struct ps_filter_report *rep, char *err, size_t errlen)
+{
+	return build(p, false, out, rep, err, errlen);
+}
+
+static int build(const struct ps_policy *p, bool session, struct ps_filter **out,
+		 struct ps_filter_report *rep, char *err, size_t errlen)
 {
 	struct ps_filter *f = calloc(1, sizeof(*f));
 	uint32_t deny = deny_action(p->seccomp_action, p->seccomp_errno), def = deny;
@@ -619,6 +663,7 @@ int ps_filter_build_report(const struct ps_policy *p, struct ps_filter **out,
 	}
 	f->action = p->seccomp_action;
 	f->errno_val = p->seccomp_errno;
+	f->session = session;
 	if (prof) {
 		struct prof_build b = { .p = p };
 
@@ -691,12 +736,13 @@ struct filter_wire {
 	uint32_t trap;
 	uint32_t load_flags;
 	uint32_t learn;
+	uint32_t session;
 };
 
 int ps_filter_send(const struct ps_filter *f, int fd)
 {
 	struct filter_wire h = { f->len, (int32_t)f->action, f->errno_val, f->trap,
-				 f->load_flags, f->learn };
+				 f->load_flags, f->learn, f->session };
 	int rc = ps_write_all(fd, &h, sizeof(h));
 
 	return rc < 0 ? rc : ps_write_all(fd, f->insns, (size_t)f->len * sizeof(*f->insns));
@@ -724,6 +770,7 @@ int ps_filter_receive(int fd, const struct ps_filter **out, struct ps_child_err 
 	rx.trap = (uint8_t)h.trap;
 	rx.load_flags = h.load_flags;
 	rx.learn = (uint8_t)h.learn;
+	rx.session = (uint8_t)h.session;
 	*out = &rx;
 	return 0;
 }
@@ -870,7 +917,8 @@ int ps_filter_load(const struct ps_filter *f, int status_fd, struct ps_held *hel
 	}
 	/* Our own copy of the program (copy-on-write from the parent, or received): its prefix
 	 * gets our pid (write_prefix). */
-	f->insns[SELF_INSN].k = (uint32_t)getpid();
+	if (!f->session)
+		f->insns[SELF_INSN].k = (uint32_t)getpid();
 	if (load(f->insns, f->len,
 		 f->load_flags | (f->learn == PS_LEARN_NOTIFY ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0),
 		 e) < 0)

@@ -3,6 +3,7 @@
  * libmicrohttpd runs a thread per connection; a request's thread blocks while its zygote runs
  * the snippet, so admission (workers + bounded queue, else 429) is what bounds the load. */
 #include "server.h"
+#include "sessions.h"
 
 #include <errno.h>
 #include <microhttpd.h>
@@ -46,6 +47,7 @@ struct ps_server {
 	bool *slot_used;
 	bool draining;
 	struct metrics m;
+	struct ps_sessions *sessions;	/* /v1/sessions (sessions.c) */
 };
 
 /* Per-request state across libmicrohttpd's calls. */
@@ -389,6 +391,7 @@ static enum MHD_Result handle_metrics(struct ps_server *s, struct MHD_Connection
 		pthread_mutex_lock(&s->mu);
 		metrics_text(s, f);
 		pthread_mutex_unlock(&s->mu);
+		ps_sessions_metrics(s->sessions, f);
 		if (fclose(f)) {
 			free(out);
 			out = NULL;
@@ -399,7 +402,7 @@ static enum MHD_Result handle_metrics(struct ps_server *s, struct MHD_Connection
 
 /* ---------------------------------------------------------------- routing */
 
-enum route_kind { R_EXEC, R_BATCH, R_HEALTH, R_METRICS };
+enum route_kind { R_EXEC, R_BATCH, R_HEALTH, R_METRICS, R_SESSIONS };
 
 static const struct route {
 	const char *path, *method;
@@ -410,15 +413,22 @@ static const struct route {
 	{ "/v1/batch", "POST", R_BATCH, false },
 	{ "/healthz", "GET", R_HEALTH, true },
 	{ "/metrics", "GET", R_METRICS, false },
+	/* and everything under it: /v1/sessions/ID/exec... (sessions.c checks the method) */
+	{ "/v1/sessions", NULL, R_SESSIONS, false },
 };
 
 /* The route for a path as sent (no %HH decoding: keep_escapes). A route with parameters in
  * its path matches here too, and leaves them for its handler. */
 static const struct route *find_route(const char *url)
 {
-	for (size_t i = 0; i < PS_ARRAY_LEN(routes); i++)
-		if (!strcmp(url, routes[i].path))
+	for (size_t i = 0; i < PS_ARRAY_LEN(routes); i++) {
+		size_t n = strlen(routes[i].path);
+
+		if (!strcmp(url, routes[i].path) ||
+		    (routes[i].kind == R_SESSIONS && !strncmp(url, routes[i].path, n) &&
+		     url[n] == '/'))
 			return &routes[i];
+	}
 	return NULL;
 }
 
@@ -467,7 +477,7 @@ static bool precheck(struct ps_server *s, struct MHD_Connection *c, struct req *
 	if (!rt) {
 		rq->reject = MHD_HTTP_NOT_FOUND;
 		snprintf(rq->reason, sizeof(rq->reason), "no such endpoint (POST /v1/exec, POST "
-			 "/v1/batch, GET /healthz, GET /metrics)");
+			 "/v1/batch, /v1/sessions, GET /healthz, GET /metrics)");
 		return false;
 	}
 	authed = !s->cfg.token || authorization_ok(s, c);
@@ -481,7 +491,7 @@ static bool precheck(struct ps_server *s, struct MHD_Connection *c, struct req *
 			 "missing or wrong 'Authorization: Bearer' token");
 		return false;
 	}
-	if (strcmp(method, rt->method)) {
+	if (rt->method && strcmp(method, rt->method)) {
 		rq->reject = MHD_HTTP_METHOD_NOT_ALLOWED;
 		snprintf(rq->reason, sizeof(rq->reason), "%.16s %s: method not allowed (use %s)",
 			 method, rt->path, rt->method);
@@ -496,6 +506,8 @@ static bool precheck(struct ps_server *s, struct MHD_Connection *c, struct req *
 		return false;
 	}
 	rq->route = rt;
+	rq->url = url;		/* MHD keeps both until the request completes */
+	rq->method = method;
 	return true;
 }
 
@@ -511,6 +523,20 @@ static bool answer_now(struct MHD_Connection *c)
 						     MHD_HTTP_HEADER_TRANSFER_ENCODING);
 
 	return te || (cl && strtoull(cl, NULL, 10) > DROP_BODY_MAX);
+}
+
+/* /v1/sessions...: sessions.c answers (its paths carry the session id, its methods vary),
+ * behind the same header checks as every route (precheck). */
+static enum MHD_Result dispatch_sessions(struct ps_server *s, struct MHD_Connection *c,
+					 struct req *rq)
+{
+	char *body = NULL;
+	unsigned code;
+
+	code = ps_sessions_route(s->sessions, rq->method, rq->url, rq->body, rq->len, &body);
+	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
+		rq->allow = "POST";
+	return respond(s, c, rq, code, body, "application/json");
 }
 
 /* The body is in: run what precheck let through. */
@@ -531,6 +557,8 @@ static enum MHD_Result dispatch(struct ps_server *s, struct MHD_Connection *c, s
 		return handle_health(s, c, rq);
 	case R_METRICS:
 		return handle_metrics(s, c, rq);
+	case R_SESSIONS:
+		return dispatch_sessions(s, c, rq);
 	}
 	return MHD_NO;
 }
@@ -673,6 +701,14 @@ int ps_server_start(const struct ps_server_config *cfg, struct ps_server **out, 
 		return -1;
 	}
 	s->cfg = *cfg;
+	s->sessions = ps_sessions_new(&s->cfg);
+	if (!s->sessions) {
+		ps_accept_free(s->acceptor);
+		free(s->slot_used);
+		free(s);
+		snprintf(err, errlen, "serve: out of memory");
+		return -1;
+	}
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	/* No listening socket of MHD's own: accept.c accepts and hands sockets over. */
@@ -705,6 +741,7 @@ fail:
 	if (s->d)
 		MHD_stop_daemon(s->d);
 	ps_accept_free(s->acceptor);
+	ps_sessions_free(s->sessions);
 	free(s->slot_used);
 	free(s);
 	return -1;
@@ -731,6 +768,7 @@ void ps_server_free(struct ps_server *s)
 	if (s->d)
 		MHD_stop_daemon(s->d);
 	ps_accept_free(s->acceptor);
+	ps_sessions_free(s->sessions);
 	free(s->slot_used);
 	free(s);
 }

@@ -39,6 +39,7 @@ struct ps_server_config {
 	size_t n;
 	struct ps_auditlog *audit;	/* --audit-log, or NULL */
 	const char *token_id;		/* the token's one-way id for the log, or NULL */
+	unsigned max_sessions;		/* live sessions before 429 (0: the default) */
 };
 
 struct ps_server;

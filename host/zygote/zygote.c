@@ -46,6 +46,14 @@ struct zyg {
 	uint64_t serial;
 	unsigned lost;		/* spares in a row that died unclaimed (the front dropped them) */
 	uint64_t hold_until_us;	/* no spare is forked before: backing off after a loss */
+	struct zsess {
+		pid_t pid;
+		int pidfd;
+		bool spare;	/* forked ahead of demand; its socket is spare_sock */
+	} *sess;		/* served sessions' hosts (our children): to reap */
+	size_t n_sess, cap_sess;
+	int spare_sock;		/* -1: no session host forked ahead */
+	bool sessions_wanted;	/* a session was asked for: keep one forked ahead */
 };
 
 /* The lowest free slot, preferring one whose uid (a policy's uid range) no live worker has,
@@ -152,6 +160,134 @@ static int fork_worker(struct zyg *z, const struct ps_limits *l, uint64_t tag)
 	return 0;
 }
 
+/* A served session: a child of ours becomes its session host, from our initialised
+ * interpreter (no start of its own). Returns the socket to it (and its pid, reaped by us
+ * through its pidfd in z->sess), or -1. */
+static int spawn_session(struct zyg *z, const struct ps_limits *l,
+			 const struct ps_session_limits *sl, int slot, struct zsess **out)
+{
+	int sv[2], pidfd;
+	pid_t pid;
+
+	if (z->n_sess == z->cap_sess) {
+		size_t cap = z->cap_sess ? 2 * z->cap_sess : 16;
+		struct zsess *ns = realloc(z->sess, cap * sizeof(*ns));
+
+		if (!ns)
+			return -1;
+		z->sess = ns;
+		z->cap_sess = cap;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		/* its fd 3 is the front's socket (no longer our control socket); nothing else of
+		 * ours (other workers' channels, life pipes, a spare session's socket) stays open */
+		if (dup2(sv[1], PS_ZYGOTE_CTL_FD) < 0)
+			_exit(PS_EXIT_INTERNAL);
+		syscall(SYS_close_range, PS_ZYGOTE_CTL_FD + 1, ~0U, 0);
+		_exit(ps_session_host_run(&z->p, z->w.layers_off, z->w.shared_scratch, l, sl, slot));
+	}
+	close(sv[1]);
+	pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	if (pidfd < 0) {
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		close(sv[0]);
+		return -1;
+	}
+	z->sess[z->n_sess] = (struct zsess){ pid, pidfd, false };
+	*out = &z->sess[z->n_sess++];
+	return sv[0];
+}
+
+/* The socket (closed here: the front holds it now) and pidfd of a session host, to the
+ * front, as the answer to the PS_ZCMD_SESSION with this tag. */
+static void hand_session(const struct zsess *e, int sock, uint64_t tag)
+{
+	struct ps_zworker m = { .magic = PS_ZWORKER_MAGIC, .tag = tag, .pid = e->pid };
+	int fds[PS_ZSESSION_FDS] = { sock, e->pidfd };
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	union {
+		char buf[CMSG_SPACE(sizeof(fds))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	if (sendmsg(PS_ZYGOTE_CTL_FD, &msg, MSG_NOSIGNAL) < 0)
+		kill(e->pid, SIGKILL);	/* reaped like any other */
+	close(sock);
+}
+
+/* Whether a session host forked ahead with the policy's limits serves a request for these:
+ * the limits its holder's phases applied (memory is the session's) must be the same; the
+ * rest the front sets before the first cell (ps_session_configure). */
+static bool spare_fits(const struct zyg *z, const struct ps_limits *l)
+{
+	const struct ps_limits *p = &z->p.limits;
+
+	return l->memory_bytes == p->memory_bytes && l->file_size_bytes == p->file_size_bytes &&
+	       l->open_files == p->open_files && l->processes == p->processes &&
+	       l->scratch_bytes == p->scratch_bytes;
+}
+
+static void fork_session(struct zyg *z, const struct ps_zcmd *c)
+{
+	struct zsess *e = NULL;
+	int sock;
+
+	z->sessions_wanted = true;	/* from now on one is kept forked ahead */
+	if (z->spare_sock >= 0 && spare_fits(z, &c->limits)) {
+		for (size_t i = 0; i < z->n_sess; i++)
+			if (z->sess[i].spare)
+				e = &z->sess[i];
+		if (e) {
+			e->spare = false;
+			hand_session(e, z->spare_sock, c->tag);
+			z->spare_sock = -1;
+			return;
+		}
+	}
+	sock = spawn_session(z, &c->limits, &c->session, c->slot, &e);
+	if (sock >= 0)
+		hand_session(e, sock, c->tag);
+}
+
+/* One session host forked ahead of demand, with the policy's limits: a request then costs
+ * no fork, no filter build, no namespace and no holder start. */
+static void keep_spare_session(struct zyg *z)
+{
+	struct ps_session_limits none = { 0 };
+	struct zsess *e;
+
+	if (!z->sessions_wanted || z->spare_sock >= 0)
+		return;
+	z->spare_sock = spawn_session(z, &z->p.limits, &none, -1, &e);
+	if (z->spare_sock >= 0)
+		e->spare = true;
+}
+
+static void reap_session(struct zyg *z, size_t i)
+{
+	while (waitpid(z->sess[i].pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	close(z->sess[i].pidfd);
+	if (z->sess[i].spare && z->spare_sock >= 0) {	/* the spare died: make another */
+		close(z->spare_sock);
+		z->spare_sock = -1;
+	}
+	z->sess[i] = z->sess[--z->n_sess];
+}
+
 /* A worker exited: reap it, tell the front what wait4 said, remove its scratch and cgroup. */
 static void reap(struct zyg *z, size_t i)
 {
@@ -189,6 +325,10 @@ static __attribute__((noreturn)) void zygote_exit(struct zyg *z, int status)
 		kill(-z->ws[i].proc.pid, SIGKILL);
 	while (z->n)
 		reap(z, z->n - 1);
+	for (size_t i = 0; i < z->n_sess; i++)	/* each takes its session with it */
+		kill(z->sess[i].pid, SIGKILL);
+	while (z->n_sess)
+		reap_session(z, z->n_sess - 1);
 	ps_worker_release(&z->w);
 	_exit(status);
 }
@@ -227,6 +367,8 @@ static bool commands(struct zyg *z)
 			claim(z, c.serial);
 		else if (c.kind == PS_ZCMD_FORK)
 			(void)fork_worker(z, &c.limits, c.tag);
+		else if (c.kind == PS_ZCMD_SESSION)
+			fork_session(z, &c);
 	}
 }
 
@@ -267,8 +409,10 @@ static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 		}
 		if (z->unclaimed < z->spare && now < z->hold_until_us)
 			timeout = (int)((z->hold_until_us - now + 999) / 1000);
-		if (cap < z->n + 1) {
-			cap = z->n + 16;
+		if (!running(z))
+			keep_spare_session(z);
+		if (cap < z->n + z->n_sess + 1) {
+			cap = z->n + z->n_sess + 16;
 			p = realloc(p, cap * sizeof(*p));
 			if (!p)
 				_exit(PS_EXIT_INTERNAL);
@@ -276,10 +420,17 @@ static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 		p[0] = (struct pollfd){ .fd = PS_ZYGOTE_CTL_FD, .events = POLLIN };
 		for (size_t i = 0; i < z->n; i++)
 			p[i + 1] = (struct pollfd){ .fd = z->ws[i].proc.f.pidfd, .events = POLLIN };
+		for (size_t i = 0; i < z->n_sess; i++)
+			p[z->n + 1 + i] = (struct pollfd){ .fd = z->sess[i].pidfd, .events = POLLIN };
 		polled = z->n;
-		if (poll(p, polled + 1, timeout) < 0 && errno != EINTR)
+		if (poll(p, polled + z->n_sess + 1, timeout) < 0 && errno != EINTR)
 			_exit(PS_EXIT_INTERNAL);
-		/* Commands first: a CLAIM is sent before the run's request is written, so a worker
+		/* Session hosts first, while their slots still match the poll's (a command may
+		 * fork another) */
+		for (size_t i = z->n_sess; i-- > 0;)
+			if (p[polled + 1 + i].revents)
+				reap_session(z, i);
+		/* Commands next: a CLAIM is sent before the run's request is written, so a worker
 		 * that has exited has had its CLAIM queued already; read it before reaping, so
 		 * that a run that ended is not taken for a spare that was lost. */
 		if (p[0].revents && !commands(z))
@@ -336,7 +487,7 @@ int ps_cmd_zygote(int argc, char **argv)
 	const char *lo = arg_value(argc, argv, "--layers-off");
 	const char *parent = arg_value(argc, argv, "--parent");
 	const char *spare = arg_value(argc, argv, "--spare");
-	struct zyg z = { 0 };
+	struct zyg z = { .spare_sock = -1 };
 	char err[1024];
 	int ret;
 
