@@ -15,9 +15,13 @@ struct ps_strlist {
 /* PID_MAX_LIMIT: every pid a worker can have, so the span of a per-process uid range. */
 #define PS_UID_PER_PROCESS_SPAN 4194304u
 
+/* A limit the host sets to "none" for one of its own processes (a session holder's CPU:
+ * each cell gets its own). Never a policy's or a request's value: 0 is the tightest there. */
+#define PS_LIMIT_NONE UINT64_MAX
+
 struct ps_limits {
 	uint64_t wall_ms;	/* wall clock for the whole run */
-	uint64_t cpu_ms;	/* RLIMIT_CPU (rounded up to whole seconds) */
+	uint64_t cpu_ms;	/* RLIMIT_CPU (rounded up to whole seconds); PS_LIMIT_NONE: none */
 	uint64_t memory_bytes;	/* RLIMIT_AS and RLIMIT_DATA */
 	uint64_t output_bytes;	/* stdout + stderr, each capped separately */
 	uint64_t file_size_bytes; /* RLIMIT_FSIZE */

@@ -63,7 +63,7 @@ static bool row_value(const struct rlimit_row *row, const struct ps_limits *l, r
 {
 	switch (row->src) {
 	case FROM_CPU:
-		*v = (rlim_t)((l->cpu_ms + 999) / 1000);
+		*v = l->cpu_ms == PS_LIMIT_NONE ? RLIM_INFINITY : (rlim_t)((l->cpu_ms + 999) / 1000);
 		return true;
 	case FROM_MEMORY:
 		*v = (rlim_t)l->memory_bytes;

@@ -113,7 +113,7 @@ static struct ps_limits holder_limits(const struct host *h)
 {
 	struct ps_limits l = h->cell;
 
-	l.cpu_ms = 0;
+	l.cpu_ms = PS_LIMIT_NONE;	/* (0 would be the tightest: a holder killed at once) */
 	/* the holder, its cell, the holder the last kept cell replaced (its teardown is not
 	 * waited for), and the first holder left a zombie once a cell replaced it
 	 * (ps_host_reap_others: its pid is the session's process group) */
