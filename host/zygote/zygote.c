@@ -163,6 +163,10 @@ static int fork_worker(struct zyg *z, const struct ps_limits *l, uint64_t tag)
 /* A served session: a child of ours becomes its session host, from our initialised
  * interpreter (no start of its own). Returns the socket to it (and its pid, reaped by us
  * through its pidfd in z->sess), or -1. */
+/* Python's SIGINT handler (KeyboardInterrupt), saved before the zygote ignores SIGINT: a
+ * session host forked from us needs it back for its cells' interrupts. */
+static struct sigaction py_sigint;
+
 static int spawn_session(struct zyg *z, const struct ps_limits *l,
 			 const struct ps_session_limits *sl, int slot, struct zsess **out)
 {
@@ -187,6 +191,8 @@ static int spawn_session(struct zyg *z, const struct ps_limits *l,
 		if (dup2(sv[1], PS_ZYGOTE_CTL_FD) < 0)
 			_exit(PS_EXIT_INTERNAL);
 		syscall(SYS_close_range, PS_ZYGOTE_CTL_FD + 1, ~0U, 0);
+		/* a session's interrupt is SIGINT -> KeyboardInterrupt: Python's handler again */
+		sigaction(SIGINT, &py_sigint, NULL);
 		_exit(ps_session_host_run(&z->p, z->w.layers_off, z->w.shared_scratch, l, sl, slot));
 	}
 	close(sv[1]);
@@ -520,6 +526,7 @@ int ps_cmd_zygote(int argc, char **argv)
 	/* Signals to stop the server are the front's to act on (it drains, then ends us):
 	 * systemd's KillMode=control-group sends SIGTERM to every process of the unit, and a
 	 * zygote that died of it would take the runs in flight with it. Workers reset these. */
+	sigaction(SIGINT, NULL, &py_sigint);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
