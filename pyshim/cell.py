@@ -27,8 +27,23 @@ def _b64(data):
 
 
 def _result_bundle(obj):
-    """A Jupyter MIME bundle of obj: text/plain from repr, plus each _repr_*_ it has. The one
-    place where cells format a value (the display rules of pyshim/display.py may replace it)."""
+    """A Jupyter MIME bundle of obj, by pyshim/display.py's rules (IPython's precedence, PIL
+    images as PNG, DataFrames as HTML, figures), the same as a one-shot run's display();
+    without them (a policy without display.py's namespace, or its bundle() failing), text/plain
+    from repr plus each _repr_*_ the object has."""
+    fmt = _cell.get("bundle")
+    if fmt is not None:
+        try:
+            b = fmt(obj)
+            data, md = b["data"], b.get("metadata") or {}
+            if type(data) is dict and type(md) is dict and type(data.get("text/plain")) is str:
+                return {"data": dict(data), "metadata": dict(md)}
+        except BaseException:
+            pass
+    return _repr_bundle(obj)
+
+
+def _repr_bundle(obj):
     try:
         text = repr(obj)
         text = str.__str__(text) if isinstance(text, str) else "<unprintable>"
@@ -97,8 +112,11 @@ def cell_setup(input_line, display_out, main):
         except BaseException:
             pass
     builtins.input = _cell_input
-    if not hasattr(builtins, "display"):
-        builtins.display = display
+    # a cell's display() streams to the front (display.py's collects for a one-shot verdict);
+    # its formatting is display.py's, taken now, before any cell could replace it
+    builtins.display = display
+    disp = globals().get("_display")
+    _cell["bundle"] = disp.get("bundle") if isinstance(disp, dict) else None
     cell_compile(memoryview(b"pass\n"))
     return True
 
