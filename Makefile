@@ -10,9 +10,13 @@
 # mapped areas for every zygote fork and worker exit to walk).
 PKGS      := python3-embed libseccomp libcap-ng libcjson
 SERVE_PKGS := libmicrohttpd libcurl
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(SERVE_PKGS))
+# pysnip-kernel (the Jupyter kernel, which `pysnip kernel` execs) is a third, so that only it
+# loads libzmq and libcrypto.
+KERNEL_PKGS := libzmq libcrypto
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(SERVE_PKGS) $(KERNEL_PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 SERVE_LIBS := $(shell pkg-config --libs $(SERVE_PKGS))
+KERNEL_LIBS := $(shell pkg-config --libs $(KERNEL_PKGS))
 PY        ?= /usr/bin/python3
 PYTHON311 ?= /usr/bin/python3.11
 
@@ -47,6 +51,8 @@ LDFLAGS += $(PIELINK) -Wl,-z,relro,-z,now,-z,noexecstack $(SAN)
 PY_LINK   ?= static
 PY_LIBPL  := $(shell $(PYTHON311) -c "import sysconfig; print(sysconfig.get_config_var('LIBPL'))")
 PY_PREFIX := $(shell $(PYTHON311) -c "import sys; print(sys.base_prefix)")
+PY_VERSION := $(shell $(PYTHON311) -c "import platform; print(platform.python_version())")
+CFLAGS  += -DPS_PY_VERSION='"$(PY_VERSION)"'
 ifeq ($(PY_LINK),static)
 LDLIBS  += $(filter-out -lpython%,$(PKG_LIBS)) $(PY_LIBPL)/$(PY_ARCHIVE) -lexpat -lz -lm -ldl
 LDFLAGS += -Wl,--export-dynamic
@@ -59,24 +65,28 @@ endif
 # in host/cli/; everything else is one archive, from which the linker takes only what that main
 # reaches (pysnip never pulls in serve/'s objects, so it never links libmicrohttpd or libcurl).
 HOST_HDRS := $(wildcard host/*/*.h)
-MAINS     := host/cli/main.c host/cli/serve_main.c
+MAINS     := host/cli/main.c host/cli/serve_main.c host/cli/kernel_main.c
 LIB_SRCS  := $(filter-out $(MAINS),$(wildcard host/*/*.c))
 LIB_OBJS  := $(LIB_SRCS:host/%.c=$(BUILD)/%.o) $(BUILD)/python/pyshim_blob.o \
              $(BUILD)/closure_table.o
 SERVE_BIN := $(dir $(BIN))pysnip-serve
+KERNEL_BIN := $(dir $(BIN))pysnip-kernel
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 PYSHIM    := $(filter-out pyshim/closure.py,$(wildcard pyshim/*.py))
 
 .PHONY: all test test-unprivileged unit e2e includes asan bench clean deps
 
-all: $(BIN) $(SERVE_BIN)
+all: $(BIN) $(SERVE_BIN) $(KERNEL_BIN)
 
 $(BIN): $(BUILD)/cli/main.o $(BUILD)/libpysnip.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(SERVE_BIN): $(BUILD)/cli/serve_main.o $(BUILD)/libpysnip.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(SERVE_LIBS)
+
+$(KERNEL_BIN): $(BUILD)/cli/kernel_main.o $(BUILD)/libpysnip.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(KERNEL_LIBS)
 
 # Made anew each time: `ar rcs` on an old archive keeps members whose sources have gone or
 # moved (a stale object defining the same symbol can win the link).
@@ -114,24 +124,24 @@ $(BUILD):
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
-e2e: $(BIN) $(SERVE_BIN)
+e2e: $(BIN) $(SERVE_BIN) $(KERNEL_BIN)
 	PYSNIP=$(abspath $(BIN)) $(PY) -m pytest -q -rs tests/e2e tests/attacks tests/load
 
 # Dependencies point down the pipeline (DESIGN.md section 8): fails on a wrong-way include.
 includes:
 	$(PY) tools/check-includes
 
-test: includes $(BIN) $(SERVE_BIN) unit e2e
+test: includes $(BIN) $(SERVE_BIN) $(KERNEL_BIN) unit e2e
 
 # The same end-to-end suite as an unprivileged user (needs root to switch): the non-root
 # path (user namespace, capabilities cleared, Landlock and seccomp without privilege).
 # Tests whose proof needs root skip, saying why.
 UNPRIV_USER ?= nobody
 # The tree is copied to a world-readable directory first: a checkout under /root is not.
-test-unprivileged: $(BIN) $(SERVE_BIN)
+test-unprivileged: $(BIN) $(SERVE_BIN) $(KERNEL_BIN)
 	@d=$$(mktemp -d /tmp/pysnip-unpriv.XXXXXX) && chmod 755 $$d && \
 	tar cf - --exclude=./build --exclude=./build-asan --exclude=./.git . | tar xf - -C $$d && \
-	cp $(BIN) $(SERVE_BIN) $$d/ && chmod -R a+rX $$d && \
+	cp $(BIN) $(SERVE_BIN) $(KERNEL_BIN) $$d/ && chmod -R a+rX $$d && \
 	(cd /tmp && runuser -u $(UNPRIV_USER) -- env HOME=/tmp PYSNIP=$$d/pysnip \
 		$(PY) -m pytest -q -rs -p no:cacheprovider $$d/tests/e2e $$d/tests/attacks); \
 	rc=$$?; rm -rf $$d; exit $$rc
@@ -154,4 +164,4 @@ deps:
 	./tools/install-deps
 
 clean:
-	rm -rf build build-asan pysnip pysnip-serve
+	rm -rf build build-asan pysnip pysnip-serve pysnip-kernel

@@ -22,6 +22,14 @@ static int run_serve(int argc, char **argv)
 	return PS_EXIT_INTERNAL;
 }
 
+/* `kernel` (and `kernel install`) live in pysnip-kernel, so that only it links libzmq and
+ * libcrypto. */
+static int run_kernel(int argc, char **argv)
+{
+	ps_exec_sibling("pysnip-kernel", "kernel", argc, argv);
+	return PS_EXIT_INTERNAL;
+}
+
 static const struct command {
 	const char *name;
 	int (*run)(int argc, char **argv);
@@ -30,6 +38,7 @@ static const struct command {
 	{ "exec", ps_cmd_exec, "run one snippet, print its verdict" },
 	{ "check-policy", ps_cmd_check_policy, "validate a policy and print it resolved" },
 	{ "serve", run_serve, "HTTP JSON API: warm zygotes, worker pool, auth, metrics" },
+	{ "kernel", run_kernel, "Jupyter kernel, every cell sandboxed; `kernel install` its spec" },
 	{ "zygote", ps_cmd_zygote, NULL },	/* internal: started by pysnip-serve */
 };
 

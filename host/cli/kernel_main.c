@@ -1,0 +1,131 @@
+/* pysnip-kernel: `pysnip kernel` (a Jupyter kernel) and `pysnip kernel install`. A binary of
+ * its own so that the one-shot `pysnip` never loads libzmq or libcrypto; `pysnip kernel` execs
+ * this. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel/kernel.h"
+#include "policy/policy.h"
+#include "util/util.h"
+
+struct kopts {
+	struct ps_kernel_opts run;
+	struct ps_kernelspec_opts spec;
+	bool help;
+};
+
+enum { ARG_NONE, ARG_STR };
+
+static int set_layer_off(struct kopts *o, const char *v)
+{
+	int l = ps_layer_from_name(v);
+
+	if (l < 0) {
+		ps_err("kernel: --disable-layer %s: unknown layer", v);
+		return -1;
+	}
+	o->run.layers_off |= 1u << l;
+	return 0;
+}
+
+static const struct option {
+	const char *name;
+	bool install;		/* an option of `kernel install` (else of `kernel`) */
+	int arg;
+	size_t off;		/* const char * in struct kopts, when no setter */
+	int (*set)(struct kopts *o, const char *v);
+	const char *help;
+} options[] = {
+	{ "-f", false, ARG_STR, offsetof(struct kopts, run.connection_file), NULL,
+	  "FILE  the connection file (Jupyter passes it)" },
+	{ "--policy", false, ARG_STR, offsetof(struct kopts, run.policy), NULL,
+	  "P  the cells' policy (NAME or PATH; default notebook)" },
+	{ "--disable-layer", false, ARG_STR, 0, set_layer_off,
+	  "L  switch one layer off (for tests; repeatable)" },
+	{ "--user", true, ARG_NONE, offsetof(struct kopts, spec.user), NULL,
+	  "  install in the user's Jupyter data directory" },
+	{ "--prefix", true, ARG_STR, offsetof(struct kopts, spec.dir), NULL,
+	  "DIR  install in DIR/share/jupyter/kernels" },
+	{ "--name", true, ARG_STR, offsetof(struct kopts, spec.name), NULL,
+	  "N  the kernelspec's name (default pysnip)" },
+	{ "--policy", true, ARG_STR, offsetof(struct kopts, spec.policy), NULL,
+	  "P  the policy the kernelspec starts the kernel with" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pysnip kernel -f CONNECTION_FILE [--policy P]\n"
+		   "       pysnip kernel install [--user|--prefix DIR] [--name N] [--policy P]\n\n");
+	for (size_t i = 0; i < PS_ARRAY_LEN(options); i++)
+		fprintf(f, "  %s%s %s\n", options[i].install ? "install " : "", options[i].name,
+			options[i].help);
+}
+
+static int parse(int argc, char **argv, bool install, struct kopts *o)
+{
+	for (int i = 0; i < argc; i++) {
+		const struct option *op = NULL;
+
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			o->help = true;
+			continue;
+		}
+		for (size_t j = 0; j < PS_ARRAY_LEN(options); j++)
+			if (options[j].install == install && !strcmp(options[j].name, argv[i]))
+				op = &options[j];
+		if (!op) {
+			ps_err("kernel%s: unknown option '%s' (see pysnip kernel --help)",
+			       install ? " install" : "", argv[i]);
+			return -1;
+		}
+		if (op->arg == ARG_NONE) {
+			*(int *)((char *)o + op->off) = 1;
+			continue;
+		}
+		if (++i == argc) {
+			ps_err("kernel: %s needs a value", op->name);
+			return -1;
+		}
+		if (op->set ? op->set(o, argv[i]) < 0 : 0)
+			return -1;
+		if (!op->set)
+			*(const char **)((char *)o + op->off) = argv[i];
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct kopts o = { 0 };
+	char exe[PATH_MAX];
+	bool install;
+
+	if (argc < 2 || strcmp(argv[1], "kernel")) {
+		fprintf(stderr, "usage: pysnip-kernel kernel ...   (normally run as `pysnip kernel`)\n");
+		return PS_EXIT_USAGE;
+	}
+	install = argc >= 3 && !strcmp(argv[2], "install");
+	if (parse(argc - 2 - install, argv + 2 + install, install, &o) < 0)
+		return PS_EXIT_USAGE;
+	if (o.help) {
+		usage(stdout);
+		return PS_EXIT_OK;
+	}
+	if (install) {
+		if (o.spec.user && o.spec.dir) {
+			ps_err("kernel install: --user and --prefix together: choose one");
+			return PS_EXIT_USAGE;
+		}
+		snprintf(exe, sizeof(exe), "%s/pysnip", ps_exe_dir());
+		o.spec.exe = exe;
+		return ps_kernelspec_install(&o.spec);
+	}
+	if (!o.run.connection_file) {
+		ps_err("kernel: -f CONNECTION_FILE is needed (Jupyter passes it)");
+		usage(stderr);
+		return PS_EXIT_USAGE;
+	}
+	return ps_kernel_run(&o.run);
+}

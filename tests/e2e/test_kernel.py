@@ -1,0 +1,338 @@
+"""`pysnip kernel` through the real Jupyter client (jupyter_client's KernelManager and
+BlockingKernelClient, started from a kernelspec `pysnip kernel install` wrote), and bad
+messages sent with raw pyzmq: each is dropped, logged, and the kernel keeps serving."""
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import PYSNIP
+from kernelkit import iopub_until_idle, running_kernel
+
+zmq = pytest.importorskip("zmq")
+jupyter_client = pytest.importorskip("jupyter_client")
+
+
+@pytest.fixture(scope="module")
+def kernel_log():
+    with tempfile.TemporaryFile(mode="w+") as f:
+        yield f
+
+
+@pytest.fixture(scope="module")
+def kernel(kernel_log):
+    with running_kernel(stderr=kernel_log) as (km, kc):
+        yield km, kc
+
+
+def log_text(f):
+    f.flush()
+    f.seek(0)
+    return f.read()
+
+
+# ------------------------------------------------------------------ kernelspec and CLI
+
+def test_install_writes_kernelspec():
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run([PYSNIP, "kernel", "install", "--prefix", d, "--name", "k1",
+                            "--policy", "strict"], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        path = os.path.join(d, "share", "jupyter", "kernels", "k1", "kernel.json")
+        assert p.stdout.strip() == os.path.dirname(path)
+        spec = json.load(open(path))
+        assert spec["argv"][0] == os.path.join(os.path.dirname(PYSNIP), "pysnip")
+        assert spec["argv"][1:] == ["kernel", "-f", "{connection_file}", "--policy", "strict"]
+        assert spec["interrupt_mode"] == "message"
+        assert spec["language"] == "python"
+
+
+@pytest.mark.parametrize("args,why", [
+    (["--name", "bad/name"], "letters, digits"),
+    (["--policy", "no-such-policy"], "no-such-policy"),
+    (["--user", "--prefix", "/tmp"], "choose one"),
+    (["--bogus"], "unknown option '--bogus'"),
+])
+def test_install_refuses_bad_arguments(args, why):
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run([PYSNIP, "kernel", "install", "--prefix", d] + args,
+                           capture_output=True, text=True)
+        assert p.returncode == 1
+        assert why in p.stderr
+
+
+@pytest.mark.parametrize("content,why", [
+    (None, "-f CONNECTION_FILE is needed"),
+    ("not json", "not a JSON object"),
+    ('{"shell_port": 0}', "field shell_port"),
+    ('{"shell_port":1,"iopub_port":2,"stdin_port":3,"control_port":4,"hb_port":5,'
+     '"signature_scheme":"hmac-md5"}', "only hmac-sha256"),
+    ('{"shell_port":1,"iopub_port":2,"stdin_port":3,"control_port":4,"hb_port":5,'
+     '"transport":"udp"}', "field transport"),
+])
+def test_bad_connection_file(content, why):
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        args = [PYSNIP, "kernel"]
+        if content is not None:
+            f.write(content)
+            f.flush()
+            args += ["-f", f.name]
+        p = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        assert p.returncode == 1, p.stderr
+        assert why in p.stderr
+
+
+def test_one_shot_binary_does_not_link_zmq():
+    libs = subprocess.run(["ldd", PYSNIP], capture_output=True, text=True).stdout
+    assert "libzmq" not in libs and "libcrypto" not in libs
+    kernel_bin = os.path.join(os.path.dirname(PYSNIP), "pysnip-kernel")
+    libs = subprocess.run(["ldd", kernel_bin], capture_output=True, text=True).stdout
+    assert "libzmq" in libs and "libcrypto" in libs
+
+
+# ------------------------------------------------------------------ protocol
+
+def test_kernel_info(kernel):
+    km, kc = kernel
+    reply = kc.kernel_info(reply=True, timeout=10)
+    c = reply["content"]
+    assert reply["header"]["version"] == "5.3"
+    assert c["status"] == "ok" and c["protocol_version"] == "5.3"
+    li = c["language_info"]
+    assert li["name"] == "python" and li["version"].startswith("3.11")
+    for key in ("mimetype", "file_extension", "pygments_lexer", "codemirror_mode",
+                "nbconvert_exporter"):
+        assert li[key], key
+
+
+def test_reply_headers_and_status_around_request(kernel):
+    km, kc = kernel
+    msg_id = kc.kernel_info()
+    reply = kc.get_shell_msg(timeout=10)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    h = reply["header"]
+    assert h["msg_type"] == "kernel_info_reply" and h["session"] and h["msg_id"] != msg_id
+    assert h["date"].year >= 2024	# jupyter_client parsed it as an ISO 8601 date
+    states = [m["content"]["execution_state"] for m in iopub_until_idle(kc, msg_id)
+              if m["msg_type"] == "status"]
+    assert states == ["busy", "idle"]
+    ids = {kc.kernel_info() for _ in range(3)}
+    replies = [kc.get_shell_msg(timeout=10) for _ in range(3)]
+    assert {r["parent_header"]["msg_id"] for r in replies} == ids
+    assert len({r["header"]["msg_id"] for r in replies}) == 3	# fresh msg_id each
+
+
+def test_kernel_info_on_control(kernel):
+    km, kc = kernel
+    msg = kc.session.msg("kernel_info_request", {})
+    kc.control_channel.send(msg)
+    reply = kc.get_control_msg(timeout=10)
+    assert reply["parent_header"]["msg_id"] == msg["header"]["msg_id"]
+    assert reply["content"]["status"] == "ok"
+
+
+def test_comm_info_and_history(kernel):
+    km, kc = kernel
+    msg_id = kc.comm_info()
+    r = kc.get_shell_msg(timeout=10)
+    assert r["parent_header"]["msg_id"] == msg_id
+    assert r["content"] == {"status": "ok", "comms": {}}
+    msg_id = kc.history(hist_access_type="tail", n=10)
+    r = kc.get_shell_msg(timeout=10)
+    assert r["msg_type"] == "history_reply" and r["content"]["status"] == "ok"
+    assert r["content"]["history"] == []
+
+
+def test_heartbeat(kernel):
+    km, kc = kernel
+    info = km.get_connection_info()
+    ctx = zmq.Context.instance()
+    s = ctx.socket(zmq.REQ)
+    s.linger = 0
+    s.connect(f"tcp://{info['ip']}:{info['hb_port']}")
+    try:
+        s.send(b"ping-123")
+        assert s.poll(5000), "no heartbeat echo"
+        assert s.recv() == b"ping-123"
+    finally:
+        s.close()
+
+
+# ------------------------------------------------------------------ bad messages
+
+@pytest.fixture
+def raw_shell(kernel):
+    """A raw DEALER on the shell port and a Session with the kernel's key."""
+    km, kc = kernel
+    info = km.get_connection_info()
+    s = zmq.Context.instance().socket(zmq.DEALER)
+    s.linger = 0
+    s.connect(f"tcp://{info['ip']}:{info['shell_port']}")
+    session = jupyter_client.session.Session(key=info["key"], signature_scheme="hmac-sha256")
+    yield s, session
+    s.close()
+
+
+def still_serving(kc):
+    r = kc.kernel_info(reply=True, timeout=10)
+    assert r["content"]["status"] == "ok"
+
+
+def answered(sock, timeout_ms=1500):
+    """The replies a raw socket got within timeout_ms."""
+    got = []
+    while sock.poll(timeout_ms):
+        got.append(sock.recv_multipart())
+    return got
+
+
+def signed_frames(session, msg_type, content, sign=True):
+    msg = session.msg(msg_type, content)
+    parts = [session.pack(msg["header"]), session.pack(msg["parent_header"]),
+             session.pack(msg["metadata"]), session.pack(msg["content"])]
+    sig = session.sign(parts) if sign else b"0" * 64
+    return msg, [b"<IDS|MSG>", sig] + parts
+
+
+def test_valid_raw_message_is_answered(kernel, raw_shell):
+    """The positive control for the tests below: the same raw path, correctly signed."""
+    s, session = raw_shell
+    msg, frames = signed_frames(session, "kernel_info_request", {})
+    s.send_multipart(frames)
+    got = answered(s)
+    assert len(got) == 1
+    reply = session.deserialize(got[0][1:])	# [delim, sig, ...] after the DEALER strips ids
+    assert reply["parent_header"]["msg_id"] == msg["header"]["msg_id"]
+
+
+def test_wrong_signature_dropped(kernel, raw_shell, kernel_log):
+    km, kc = kernel
+    s, session = raw_shell
+    msg, frames = signed_frames(session, "kernel_info_request", {}, sign=False)
+    s.send_multipart(frames)
+    assert answered(s) == []
+    still_serving(kc)
+    assert "bad signature (HMAC-SHA256 mismatch)" in log_text(kernel_log)
+
+
+def test_signature_of_other_content_dropped(kernel, raw_shell):
+    """A valid signature moved onto other frames: the HMAC covers all four."""
+    km, kc = kernel
+    s, session = raw_shell
+    msg, frames = signed_frames(session, "kernel_info_request", {})
+    frames[5] = b'{"x": 1}'
+    s.send_multipart(frames)
+    assert answered(s) == []
+    still_serving(kc)
+
+
+def test_replayed_message_dropped(kernel, raw_shell, kernel_log):
+    km, kc = kernel
+    s, session = raw_shell
+    msg, frames = signed_frames(session, "kernel_info_request", {})
+    s.send_multipart(frames)
+    assert len(answered(s)) == 1
+    s.send_multipart(frames)
+    assert answered(s) == []
+    assert "replayed signature" in log_text(kernel_log)
+    still_serving(kc)
+
+
+@pytest.mark.parametrize("frames,why", [
+    ([b"garbage"], "no <IDS|MSG> delimiter"),
+    ([b"<IDS|MSG>", b"x"], "frames after the delimiter"),
+    ([b"<IDS|MSG>"] + [b"\xff\x00"] * 5, "bad signature"),
+    ([b"id"] * 20 + [b"<IDS|MSG>"] + [b"{}"] * 5, "too many identities"),
+    ([b"x"] * 100, "too many frames"),
+    ([b""], "no <IDS|MSG> delimiter"),
+])
+def test_garbage_frames_dropped(kernel, raw_shell, kernel_log, frames, why):
+    km, kc = kernel
+    s, session = raw_shell
+    s.send_multipart(frames)
+    assert answered(s, 500) == []
+    still_serving(kc)
+    assert why in log_text(kernel_log)
+
+
+@pytest.mark.parametrize("header,content,why", [
+    (b"[1,2]", b"{}", "header is not a JSON object"),
+    (b'{"msg_id": "x"}', b"{}", "without a msg_type"),
+    (b'{"msg_id": "x", "msg_type": "kernel_info_request"}', b"nope", "content is not"),
+])
+def test_signed_but_malformed_dropped(kernel, raw_shell, kernel_log, header, content, why):
+    km, kc = kernel
+    s, session = raw_shell
+    parts = [header, b"{}", b"{}", content]
+    s.send_multipart([b"<IDS|MSG>", session.sign(parts)] + parts)
+    assert answered(s, 500) == []
+    still_serving(kc)
+    assert why in log_text(kernel_log)
+
+
+def test_unknown_msg_type_refused(kernel, raw_shell, kernel_log):
+    km, kc = kernel
+    s, session = raw_shell
+    msg, frames = signed_frames(session, "launch_missiles_request", {})
+    s.send_multipart(frames)
+    assert answered(s) == []
+    assert "unknown msg_type 'launch_missiles_request'" in log_text(kernel_log)
+    still_serving(kc)
+
+
+def test_huge_content_refused(kernel, raw_shell, kernel_log):
+    km, kc = kernel
+    s, session = raw_shell
+    msg, frames = signed_frames(session, "execute_request",
+                                {"code": "#" * (17 << 20), "silent": False})
+    s.send_multipart(frames)
+    assert answered(s) == []
+    assert "content too large" in log_text(kernel_log)
+    still_serving(kc)
+
+
+def test_unsigned_kernel_accepts_unsigned_messages():
+    """An empty key in the connection file means unsigned (the signature frame empty)."""
+    from jupyter_client import KernelManager
+    from kernelkit import jupyter_path, KERNEL_NAME
+    with jupyter_path():
+        km = KernelManager(kernel_name=KERNEL_NAME)
+        km.session.key = b""
+        km.start_kernel()
+        try:
+            assert json.load(open(km.connection_file))["key"] == ""
+            kc = km.client()
+            kc.start_channels()
+            kc.wait_for_ready(timeout=30)
+            still_serving(kc)
+            kc.stop_channels()
+        finally:
+            km.shutdown_kernel()
+
+
+def test_shutdown_ends_process():
+    with running_kernel() as (km, kc):
+        pid = km.provisioner.process.pid
+        msg = kc.session.msg("shutdown_request", {"restart": False})
+        kc.control_channel.send(msg)
+        reply = kc.get_control_msg(timeout=10)
+        assert reply["content"] == {"status": "ok", "restart": False}
+        t0 = time.monotonic()
+        while km.is_alive() and time.monotonic() - t0 < 10:
+            time.sleep(0.05)
+        assert not km.is_alive()
+        assert km.provisioner.process.wait(5) == 0
+        assert not os.path.exists(f"/proc/{pid}/status") or \
+            "zombie" in open(f"/proc/{pid}/status").read()
+
+
+def test_restart_gives_a_fresh_kernel(kernel_log):
+    with running_kernel() as (km, kc):
+        pid = km.provisioner.process.pid
+        km.restart_kernel(now=False)
+        assert km.provisioner.process.pid != pid
+        kc.wait_for_ready(timeout=30)
+        still_serving(kc)
