@@ -8,5 +8,6 @@
 int ps_cmd_exec(int argc, char **argv);
 int ps_cmd_check_policy(int argc, char **argv);
 int ps_cmd_serve(int argc, char **argv);
+int ps_cmd_session(int argc, char **argv);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "util/util.h"
+#include "session/session.h"
 #include "zygote/zygote.h"
 
 #ifndef PS_VERSION
@@ -40,6 +41,8 @@ static const struct command {
 	{ "serve", run_serve, "HTTP JSON API: warm zygotes, worker pool, auth, metrics" },
 	{ "kernel", run_kernel, "Jupyter kernel, every cell sandboxed; `kernel install` its spec" },
 	{ "zygote", ps_cmd_zygote, NULL },	/* internal: started by pysnip-serve */
+	{ "session", ps_cmd_session, "notebook cells over a kept state, JSON lines on stdio" },
+	{ "session-host", ps_cmd_session_host, NULL },	/* internal: started by a session's front */
 };
 
 static void usage(FILE *f)

@@ -251,6 +251,11 @@ int ps_audit_deny(const char *event, const char *detail)
 	return audit_deny(event, detail);
 }
 
+void ps_audit_denials_reset(void)
+{
+	aud.n_denials = 0;
+}
+
 size_t ps_audit_denial_count(void)
 {
 	return aud.n_denials;

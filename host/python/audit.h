@@ -35,6 +35,9 @@ bool ps_audit_fd_protected(int fd);
  * allowed module's closure (closure.h). 0, or -1 with an exception set. */
 int ps_audit_build_closure(const struct ps_strlist *modules);
 
+/* A session's cell starts with no denials of the cells before it. */
+void ps_audit_denials_reset(void);
+
 /* How many denials the hook recorded in this run. */
 size_t ps_audit_denial_count(void);
 

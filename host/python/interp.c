@@ -22,6 +22,7 @@
 #include "audit.h"
 #include "closure.h"
 #include "interp.h"
+#include "interp_int.h"
 #include "util/util.h"
 
 extern const unsigned char ps_pyshim_blob[], ps_pyshim_blob_end[];
@@ -618,4 +619,35 @@ int ps_interp_run(const char *code, size_t len, int report_fd)
 	if (priv >= 0)
 		close(priv);	/* the report is written: its end is the channel's EOF */
 	return rc;
+}
+
+/* For interp_cell.c (session cells): the run's pieces above, shared rather than copied. */
+PyObject *ps_interp_shim_call(const char *name, PyObject *args)
+{
+	return shim_call(name, args);
+}
+
+PyObject *ps_interp_fetch_exception(void)
+{
+	return fetch_exception();
+}
+
+void ps_interp_restore_for_report(void)
+{
+	restore_for_report();
+}
+
+void ps_interp_write_report(int report_fd, const char *buf, size_t len)
+{
+	write_report(report_fd, begun.priv, buf, len);
+}
+
+PyObject *ps_interp_globals(void)
+{
+	return begun.globals;
+}
+
+PyObject *ps_interp_shim(void)
+{
+	return st.shim;
 }

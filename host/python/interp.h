@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "policy/policy.h"
 
@@ -46,6 +47,28 @@ void ps_interp_begin_shared(const char *scratch);
 /* Child, last phase: run code as __main__ under "<snippet>". Writes one JSON report
  * (see pyshim/) to report_fd. Returns the exit code for _exit: 0 finished, 1 uncaught exception. */
 int ps_interp_run(const char *code, size_t len, int report_fd);	/* code[len] == '\0' */
+
+/* --- session cells (session/holder.c; the code is interp_cell.c) --- */
+
+/* Holder, once after its last phase: the run's start (ps_interp_begin), stdout and stderr
+ * flushed at each line (a cell's output streams while it runs), builtins.input through
+ * input_line (a malloc'd line, or NULL: EOFError), and the cell machinery warmed so that no
+ * cell pays for it. 0, or -1 with err. */
+int ps_interp_cell_setup(int report_fd, char *(*input_line)(const char *prompt, bool password),
+			 char *err, size_t errlen);
+
+/* A cell, in a fork of the holder: code as the next cell of __main__ (the last expression's
+ * value is its result, as in IPython), its report (with "result" and "display") to
+ * report_fd behind the token. Returns 0 ended, 1 raised. code[len] == '\0'. */
+int ps_interp_cell_run(const char *code, size_t len, unsigned long count, int report_fd);
+
+/* A disposable fork of the holder: kind "complete", "inspect" or "is_complete" of code at
+ * cursor; a JSON report to report_fd behind the token. */
+int ps_interp_cell_query(const char *kind, const char *code, size_t len, size_t cursor,
+			 int report_fd);
+
+/* Holder: fork a cell as os.fork() would, without its audit event. */
+pid_t ps_interp_fork(void);
 
 /* The interpreter's stdlib and lib-dynload directories (for Landlock's read-only rules). */
 const char *ps_interp_stdlib_dir(void);

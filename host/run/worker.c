@@ -328,6 +328,8 @@ void ps_worker_child_main(struct ps_child *c)
 	}
 	ps_interp_set_report_token(c->token);
 	child_report(c, PS_REC_HELD, -1);
+	if (c->w->become)	/* a session holder: its cell loop from here on */
+		c->w->become(c->token);
 	int rc = ps_interp_run(c->code, c->code_len, CHILD_REPORT_FD);
 
 	if (c->await_request)

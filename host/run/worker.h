@@ -39,6 +39,10 @@ struct ps_worker {
 	/* > 0: workers forked ahead of demand do their phases at this nice value, out of the way
 	 * of the runs; the zygote (root) puts a worker back to 0 when a request claims it. */
 	int ahead_nice;
+	/* A session holder (session/holder.c): after its last phase the worker runs this instead
+	 * of a snippet, with the run's token; it never returns. Set by ps_worker_prepare_session,
+	 * whose filter also allows fork. */
+	void (*become)(const char *token);
 };
 
 /* One request. */
@@ -100,6 +104,11 @@ void ps_worker_release(struct ps_worker *w);
  * "policy ". */
 int ps_worker_prepare_oneshot(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
 			      const struct ps_interp_opts *io, char *err, size_t errlen);
+
+/* A session's holder: as ps_worker_prepare, with the session's seccomp filter
+ * (ps_filter_build_session) and become run after the last phase. */
+int ps_worker_prepare_session(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
+			      void (*become)(const char *token), char *err, size_t errlen);
 
 /* Parent: fork a worker for one run and supervise it to the end. 0, or -errno for a host
  * failure (then o->host_error says what). Nothing of the run survives the call. */

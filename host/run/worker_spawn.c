@@ -23,7 +23,7 @@
 #include "util/util.h"
 
 static int prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
-		   bool build_filter, char *err, size_t errlen)
+		   bool build_filter, bool session, char *err, size_t errlen)
 {
 	const char *ro[64];
 	size_t n = 0;
@@ -41,7 +41,8 @@ static int prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t laye
 	if (!(layers_off & (1u << PS_LAYER_SECCOMP))) {
 		if (!build_filter)
 			w->filter_deferred = true;
-		else if (ps_filter_build(p, &w->filter, err, errlen) < 0)
+		else if ((session ? ps_filter_build_session : ps_filter_build)(p, &w->filter, err,
+									       errlen) < 0)
 			goto fail;
 	}
 	if (!(layers_off & (1u << PS_LAYER_LANDLOCK))) {
@@ -84,13 +85,22 @@ fail:
 int ps_worker_prepare(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
 		      char *err, size_t errlen)
 {
-	return prepare(w, p, layers_off, true, err, errlen);
+	return prepare(w, p, layers_off, true, false, err, errlen);
+}
+
+int ps_worker_prepare_session(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
+			      void (*become)(const char *token), char *err, size_t errlen)
+{
+	if (prepare(w, p, layers_off, true, true, err, errlen) < 0)
+		return -1;
+	w->become = become;
+	return 0;
 }
 
 int ps_worker_prepare_oneshot(struct ps_worker *w, const struct ps_policy *p, uint32_t layers_off,
 			      const struct ps_interp_opts *io, char *err, size_t errlen)
 {
-	if (prepare(w, p, layers_off, false, err, errlen) < 0)
+	if (prepare(w, p, layers_off, false, false, err, errlen) < 0)
 		return -1;
 	w->init_in_child = io;
 	return 0;

@@ -44,6 +44,11 @@ enum ps_rec_kind {
 	PS_REC_HELD = 2,	/* every phase done, the snippet starts: held */
 	PS_REC_SYSCALL = 3,	/* the seccomp SIGSYS handler: syscall_nr, arch */
 	PS_REC_EXIT = 4,	/* a zygote's worker, about to _exit(err): usage; msg the token */
+	/* session holders and cells (session/holder.c); msg starts with the session's token */
+	PS_REC_CELL_FORKED = 5,	/* the holder forked the cell: phase its pid (the holder's view) */
+	PS_REC_CELL_DONE = 6,	/* the cell ended by itself: err its exit code, usage */
+	PS_REC_INPUT = 7,	/* the cell called input(): phase 1 = password, msg token+prompt */
+	PS_REC_CELL_REAPED = 8,	/* the holder reaped a dead cell: err its wait status, usage */
 };
 
 struct ps_status_rec {
@@ -97,6 +102,11 @@ int ps_filter_build(const struct ps_policy *p, struct ps_filter **out, char *err
 /* status_fd: where the SIGSYS handler writes its ps_status record for PS_SECCOMP_KILL. */
 int ps_filter_load(const struct ps_filter *f, int status_fd, struct ps_held *held,
 		   struct ps_child_err *e);
+/* The same for a session holder: fork allowed (clone without CLONE_THREAD or a namespace
+ * flag, and wait4), kill/tgkill to any positive pid (cells are forks: no pid
+ * is known in advance). See add_session_rules in seccomp.c. */
+int ps_filter_build_session(const struct ps_policy *p, struct ps_filter **out, char *err,
+			    size_t errlen);
 void ps_filter_free(struct ps_filter *f);
 /* A filter built after the fork: the parent sends it, the worker receives it (static storage,
  * no allocation). 0 or -errno / -1 with e. */

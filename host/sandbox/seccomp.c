@@ -36,6 +36,7 @@ struct ps_filter {
 	unsigned short len;
 	enum ps_seccomp_action action;
 	int errno_val;
+	bool session;	/* a session holder's: fork allowed, signals within the session */
 };
 
 static uint32_t ret_action(const struct ps_filter *f)
@@ -73,6 +74,13 @@ static void write_prefix(const struct ps_filter *f, struct sock_filter *out)
 	};
 
 	memcpy(out, prefix, sizeof(prefix));
+	/* A session's cells are forks of its holder: no pid is known when the filter loads.
+	 * Any positive pid or our group (0) passes to the allowlist, never a negative one
+	 * (-1: every process we may signal; -pgid: another group). Which processes a positive
+	 * pid reaches is bounded by the session's uid and PID namespace (SECURITY.md). */
+	if (f->session)
+		out[SELF_INSN] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, 0x7fffffff,
+							      1, 2);
 }
 
 /* ioctl requests a snippet may make: isatty(), terminal size, and the fd flags CPython
@@ -186,8 +194,26 @@ static int add_extra(scmp_filter_ctx ctx, const struct ps_policy *p, char *err, 
 }
 
 /* The rules that look at arguments. Each says why the rest of that syscall is denied. */
+/* A session holder (DESIGN.md section 6) forks a child for each cell and reaps it: clone
+ * without CLONE_THREAD is allowed, never with a namespace flag, and wait4 (and
+ * set_robust_list, which glibc's fork() makes in the child). Bounded by
+ * RLIMIT_NPROC on the session's uid, its PID namespace and the session host's kill of
+ * everything at the end (SECURITY.md). Only in filters built by ps_filter_build_session. */
+static int add_session_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
+{
+	struct scmp_arg_cmp c[1];
+
+	c[0] = SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_NS_FLAGS, 0);
+	if (add_rule(ctx, SCMP_ACT_ALLOW, "clone", 1, c, err, errlen) < 0)
+		return -1;
+	/* glibc's fork() registers the child's robust futex list */
+	if (add_rule(ctx, SCMP_ACT_ALLOW, "set_robust_list", 0, NULL, err, errlen) < 0)
+		return -1;
+	return add_rule(ctx, SCMP_ACT_ALLOW, "wait4", 0, NULL, err, errlen);
+}
+
 static int add_arg_rules(scmp_filter_ctx ctx, const struct ps_policy *p, uint32_t deny,
-			 char *err, size_t errlen)
+			 bool session, char *err, size_t errlen)
 {
 	struct scmp_arg_cmp c[2];
 
@@ -218,6 +244,8 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct ps_policy *p, uint32_
 		if (add_rule(ctx, SCMP_ACT_ALLOW, "clone", 1, c, err, errlen) < 0)
 			return -1;
 	}
+	if (session && add_session_rules(ctx, err, errlen) < 0)
+		return -1;
 	/* clone3 passes its flags in memory the filter can't read: fail it with ENOSYS so that
 	 * glibc falls back to clone, whose flags the rule above can check. */
 	if (deny != SCMP_ACT_ERRNO(ENOSYS) &&
@@ -263,7 +291,8 @@ out:
 	return rc;
 }
 
-int ps_filter_build(const struct ps_policy *p, struct ps_filter **out, char *err, size_t errlen)
+static int build(const struct ps_policy *p, bool session, struct ps_filter **out, char *err,
+		 size_t errlen)
 {
 	struct ps_filter *f = calloc(1, sizeof(*f));
 	uint32_t deny = deny_action(p->seccomp_action, p->seccomp_errno);
@@ -277,6 +306,7 @@ int ps_filter_build(const struct ps_policy *p, struct ps_filter **out, char *err
 	}
 	f->action = p->seccomp_action;
 	f->errno_val = p->seccomp_errno;
+	f->session = session;
 	ctx = seccomp_init(deny);
 	if (!ctx) {
 		snprintf(err, errlen, "seccomp_init(): failed");
@@ -293,7 +323,7 @@ int ps_filter_build(const struct ps_policy *p, struct ps_filter **out, char *err
 		goto out;
 	}
 	if (add_groups(ctx, p, err, errlen) < 0 || add_extra(ctx, p, err, errlen) < 0 ||
-	    add_arg_rules(ctx, p, deny, err, errlen) < 0 || export_bpf(ctx, f, err, errlen) < 0)
+	    add_arg_rules(ctx, p, deny, session, err, errlen) < 0 || export_bpf(ctx, f, err, errlen) < 0)
 		goto out;
 	*out = f;
 	f = NULL;
@@ -303,6 +333,17 @@ out:
 		seccomp_release(ctx);
 	ps_filter_free(f);
 	return rc;
+}
+
+int ps_filter_build(const struct ps_policy *p, struct ps_filter **out, char *err, size_t errlen)
+{
+	return build(p, false, out, err, errlen);
+}
+
+int ps_filter_build_session(const struct ps_policy *p, struct ps_filter **out, char *err,
+			    size_t errlen)
+{
+	return build(p, true, out, err, errlen);
 }
 
 void ps_filter_free(struct ps_filter *f)
@@ -436,7 +477,8 @@ int ps_filter_load(const struct ps_filter *f, int status_fd, struct ps_held *hel
 	}
 	/* Our own copy of the program (copy-on-write from the parent, or received): its prefix
 	 * gets our pid (write_prefix). */
-	f->insns[SELF_INSN].k = (uint32_t)getpid();
+	if (!f->session)
+		f->insns[SELF_INSN].k = (uint32_t)getpid();
 	if (load(f->insns, f->len, e) < 0)
 		return -1;
 	held->seccomp = (uint8_t)(1 + f->action);

@@ -98,11 +98,27 @@ char *ps_session_info(struct ps_session *s);
  * text stays valid until ps_session_close. */
 const char *ps_session_ended(struct ps_session *s);
 
+/* While no other call runs: wait up to timeout_ms (0: just look) for the session to end by
+ * itself (idle timeout, lifetime). Its reason, or NULL while it is alive (or a call runs). */
+const char *ps_session_wait_ended(struct ps_session *s, int timeout_ms);
+
 /* End the session: its host, holder and cells are killed and reaped, its scratch removed,
  * every descriptor of the handle closed. Nothing is left. NULL is fine. */
 void ps_session_close(struct ps_session *s);
 
 /* `pysnip session-host`: the internal command ps_session_start execs. */
 int ps_cmd_session_host(int argc, char **argv);
+
+/* A served session (zygote/): in a fork of a zygote, whose interpreter is initialised and
+ * policy p loaded, be the session host on fd 3. Returns the exit status. */
+struct ps_policy;
+struct ps_limits;
+int ps_session_host_run(const struct ps_policy *p, uint32_t layers_off, const char *shared_scratch,
+			const struct ps_limits *cell, const struct ps_session_limits *sl, int slot);
+
+/* The front's handle on a session host started by someone else (a zygote): fd is the
+ * socket to it (taken over), pidfd its pidfd (taken over). Waits for its ready line. 0 with
+ * *out, or -1 with err. */
+int ps_session_adopt(int fd, int pidfd, struct ps_session **out, char *err, size_t errlen);
 
 #endif

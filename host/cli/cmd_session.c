@@ -1,0 +1,326 @@
+/* `pysnip session`: a session (session/session.h) on JSON lines.
+ *   in:  {"id": ID, "code": S, "limits"?: {...}}   {"interrupt": ID}   {"restart": true}
+ *   out: {"id": ID, "event": "stdout"|"stderr", "text": S} while the cell runs,
+ *        {"id": ID, "event": "display", "data": BUNDLE}, then {"id": ID, "event": "verdict",
+ *        "verdict": {...}}; {"event": "restarted"}; {"event": "ended", "reason": S};
+ *        {"id"?: ID, "event": "error", "field": F, "message": S} for a line that is wrong.
+ * The main thread reads stdin (so that an interrupt reaches a running cell); cells and
+ * restarts run in order on a second thread. input() in a cell gets EOFError. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "policy/policy.h"
+#include "session/session.h"
+#include "util/util.h"
+
+struct job {
+	struct job *next;
+	cJSON *id;		/* NULL: a restart */
+	char *code;
+	char *limits;
+};
+
+static struct {
+	pthread_mutex_t mu, out_mu;
+	pthread_cond_t cv;
+	struct job *head, *tail;
+	bool eof, ended;
+	cJSON *running;		/* the id of the cell running now */
+	struct ps_session *s;
+} q = { .mu = PTHREAD_MUTEX_INITIALIZER, .out_mu = PTHREAD_MUTEX_INITIALIZER,
+	.cv = PTHREAD_COND_INITIALIZER };
+
+/* One output line, whole, under the lock: events of the runner and errors of the reader. */
+static void emit(cJSON *m, const cJSON *id)
+{
+	char *line;
+
+	if (id)
+		cJSON_AddItemToObject(m, "id", cJSON_Duplicate(id, true));
+	line = cJSON_PrintUnformatted(m);
+	cJSON_Delete(m);
+	if (!line)
+		return;
+	pthread_mutex_lock(&q.out_mu);
+	fputs(line, stdout);
+	fputc('\n', stdout);
+	fflush(stdout);
+	pthread_mutex_unlock(&q.out_mu);
+	free(line);
+}
+
+static void emit_error(const cJSON *id, const char *field, const char *msg)
+{
+	cJSON *m = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(m, "event", "error");
+	if (field)
+		cJSON_AddStringToObject(m, "field", field);
+	cJSON_AddStringToObject(m, "message", msg);
+	emit(m, id);
+}
+
+static void on_stream(void *ctx, const char *name, const char *data, size_t len)
+{
+	cJSON *m = cJSON_CreateObject();
+	char *t = strndup(data, len);
+
+	cJSON_AddStringToObject(m, "event", name);
+	cJSON_AddStringToObject(m, "text", t ? t : "");
+	free(t);
+	emit(m, ctx);
+}
+
+static void on_display(void *ctx, const char *bundle)
+{
+	cJSON *m = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(m, "event", "display");
+	cJSON_AddItemToObject(m, "data", cJSON_Parse(bundle) ?: cJSON_CreateNull());
+	emit(m, ctx);
+}
+
+static void run_job(struct job *j)
+{
+	char err[600];
+	cJSON *m = cJSON_CreateObject();
+
+	if (!j->id) {
+		if (ps_session_restart(q.s, err, sizeof(err)) == 0) {
+			cJSON_AddStringToObject(m, "event", "restarted");
+			emit(m, NULL);
+		} else {
+			cJSON_Delete(m);
+			emit_error(NULL, "restart", err);
+		}
+		return;
+	}
+	struct ps_session_cb cb = { .ctx = j->id, .stream = on_stream, .display = on_display };
+	char *v = ps_session_exec(q.s, j->code, strlen(j->code), j->limits, &cb, err, sizeof(err));
+
+	if (v) {
+		cJSON_AddStringToObject(m, "event", "verdict");
+		cJSON_AddItemToObject(m, "verdict", cJSON_Parse(v) ?: cJSON_CreateNull());
+		emit(m, j->id);
+		free(v);
+	} else {
+		cJSON_Delete(m);
+		emit_error(j->id, !strncmp(err, "limits", 6) ? "limits" : NULL, err);
+	}
+}
+
+static void announce_end(void)
+{
+	cJSON *m = cJSON_CreateObject();
+
+	q.ended = true;
+	cJSON_AddStringToObject(m, "event", "ended");
+	cJSON_AddStringToObject(m, "reason", ps_session_ended(q.s));
+	emit(m, NULL);
+}
+
+static void *runner(void *unused)
+{
+	for (;;) {
+		struct job *j;
+
+		pthread_mutex_lock(&q.mu);
+		while (!q.head && !q.eof) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 200 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			/* between cells: the session may end by itself (idle, lifetime) */
+			if (pthread_cond_timedwait(&q.cv, &q.mu, &ts) != 0 && !q.ended &&
+			    ps_session_wait_ended(q.s, 0))
+				announce_end();
+		}
+		j = q.head;
+		if (!j) {
+			pthread_mutex_unlock(&q.mu);
+			return NULL;
+		}
+		q.head = j->next;
+		if (!q.head)
+			q.tail = NULL;
+		q.running = j->id;
+		pthread_mutex_unlock(&q.mu);
+		run_job(j);
+		pthread_mutex_lock(&q.mu);
+		q.running = NULL;
+		pthread_mutex_unlock(&q.mu);
+		if (ps_session_ended(q.s) && !q.ended)
+			announce_end();
+		cJSON_Delete(j->id);
+		free(j->code);
+		free(j->limits);
+		free(j);
+	}
+}
+
+static void push(struct job *j)
+{
+	pthread_mutex_lock(&q.mu);
+	if (q.tail)
+		q.tail->next = j;
+	else
+		q.head = j;
+	q.tail = j;
+	pthread_cond_signal(&q.cv);
+	pthread_mutex_unlock(&q.mu);
+}
+
+static void on_interrupt(const cJSON *id)
+{
+	bool hit;
+
+	pthread_mutex_lock(&q.mu);
+	hit = q.running && cJSON_Compare(q.running, id, true);
+	pthread_mutex_unlock(&q.mu);
+	if (hit)
+		ps_session_interrupt(q.s);
+	else
+		emit_error(id, "interrupt", "interrupt: no cell with this id is running");
+}
+
+/* One input line: a cell, an interrupt or a restart; anything else is an error line. */
+static void take_line(const char *line)
+{
+	cJSON *m = cJSON_Parse(line);
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(m, "code");
+	const cJSON *lim = cJSON_GetObjectItemCaseSensitive(m, "limits");
+	const cJSON *intr = cJSON_GetObjectItemCaseSensitive(m, "interrupt");
+	struct job *j;
+
+	if (!cJSON_IsObject(m)) {
+		emit_error(NULL, NULL, "not a JSON object");
+	} else if (intr) {
+		on_interrupt(intr);
+	} else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "restart"))) {
+		j = calloc(1, sizeof(*j));
+		if (j)
+			push(j);
+	} else if (!id || !(cJSON_IsString(id) || cJSON_IsNumber(id))) {
+		emit_error(NULL, "id", "id: missing, or not a string or number");
+	} else if (!cJSON_IsString(code)) {
+		emit_error(id, "code", "code: missing or not a string");
+	} else if (lim && !cJSON_IsObject(lim) && !cJSON_IsNull(lim)) {
+		emit_error(id, "limits", "limits: not an object");
+	} else if ((j = calloc(1, sizeof(*j)))) {
+		j->id = cJSON_Duplicate(id, true);
+		j->code = strdup(code->valuestring);
+		j->limits = lim && cJSON_IsObject(lim) ? cJSON_PrintUnformatted(lim) : NULL;
+		push(j);
+	}
+	cJSON_Delete(m);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pysnip session [--policy NAME|PATH] [--wall T] [--cpu T] [--memory SIZE]\n"
+		   "       [--output SIZE] [--idle T] [--lifetime T] [--session-cpu T] [--cells N]\n"
+		   "       [--disable-layer LAYER]...\n"
+		   "JSON lines on stdin: {\"id\", \"code\", \"limits\"?}, {\"interrupt\": id}, "
+		   "{\"restart\": true};\nevents and each cell's verdict on stdout.\n");
+}
+
+static int parse(int argc, char **argv, struct ps_session_opts *o)
+{
+	static const struct option opts[] = {
+		{ "policy", 1, NULL, 'p' }, { "wall", 1, NULL, 'w' }, { "cpu", 1, NULL, 'c' },
+		{ "memory", 1, NULL, 'm' }, { "output", 1, NULL, 'o' }, { "idle", 1, NULL, 'I' },
+		{ "lifetime", 1, NULL, 'L' }, { "session-cpu", 1, NULL, 'C' },
+		{ "cells", 1, NULL, 'N' }, { "disable-layer", 1, NULL, 'd' },
+		{ "help", 0, NULL, 'h' }, { 0 },
+	};
+	char err[256];
+	int c, l;
+
+	optind = 0;
+	while ((c = getopt_long(argc + 1, argv - 1, "h", opts, NULL)) != -1) {
+		uint64_t *ms = c == 'I' ? &o->session.idle_ms : c == 'L' ? &o->session.lifetime_ms :
+			       c == 'C' ? &o->session.cpu_ms : NULL;
+
+		if (c == 'h') {
+			usage(stdout);
+			exit(PS_EXIT_OK);
+		} else if (c == 'p') {
+			o->policy = optarg;
+		} else if (c == 'w' || c == 'c' || c == 'm' || c == 'o') {
+			*(c == 'w' ? &o->wall : c == 'c' ? &o->cpu : c == 'm' ? &o->memory
+									    : &o->output) = optarg;
+		} else if (c == 'N') {
+			char *end;
+
+			o->session.cells = strtoull(optarg, &end, 10);
+			if (*end || !*optarg) {
+				ps_err("--cells %s: not a number", optarg);
+				return -1;
+			}
+		} else if (c == 'd') {
+			if ((l = ps_layer_from_name(optarg)) < 0) {
+				ps_err("--disable-layer %s: no such layer", optarg);
+				return -1;
+			}
+			o->layers_off |= 1u << l;
+		} else if (ms) {
+			if (ps_parse_duration_ms(optarg, ms, err, sizeof(err)) < 0) {
+				ps_err("%s: %s", optarg, err);
+				return -1;
+			}
+		} else {
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc + 1) {
+		ps_err("session: unexpected argument '%s'", argv[optind - 1]);
+		return -1;
+	}
+	return 0;
+}
+
+int ps_cmd_session(int argc, char **argv)
+{
+	struct ps_session_opts o = { .slot = -1 };
+	char err[600], *line = NULL;
+	size_t cap = 0;
+	pthread_t t;
+
+	if (parse(argc, argv, &o) < 0)
+		return PS_EXIT_USAGE;
+	if (ps_session_start(&o, &q.s, err, sizeof(err)) < 0) {
+		ps_err("%s", err);
+		return !strncmp(err, "policy ", 7) ? PS_EXIT_USAGE : PS_EXIT_INTERNAL;
+	}
+	if (pthread_create(&t, NULL, runner, NULL) != 0) {
+		ps_session_close(q.s);
+		ps_err("pthread_create: failed");
+		return PS_EXIT_INTERNAL;
+	}
+	while (getline(&line, &cap, stdin) > 0) {
+		if (line[strspn(line, " \t\r\n")])
+			take_line(line);
+	}
+	free(line);
+	pthread_mutex_lock(&q.mu);
+	q.eof = true;
+	pthread_cond_signal(&q.cv);
+	pthread_mutex_unlock(&q.mu);
+	pthread_join(t, NULL);
+	ps_session_close(q.s);
+	return PS_EXIT_OK;
+}

@@ -1,0 +1,164 @@
+/* Session cells (DESIGN.md section 6) on the interpreter's side: the holder's one-time
+ * set-up, one cell run from C at the bottom of the stack (pyshim/cell.py splits it and
+ * builds its report), and the disposable queries (complete, inspect, is_complete). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "interp_int.h"
+
+static char *(*input_line)(const char *prompt, bool password);
+
+/* pyshim's input(): the front's answer, or EOFError when it refuses. */
+static PyObject *cell_input(PyObject *self, PyObject *args)
+{
+	const char *prompt = "";
+	int password = 0;
+	char *line;
+	PyObject *r;
+
+	if (!PyArg_ParseTuple(args, "|sp", &prompt, &password))
+		return NULL;
+	line = input_line ? input_line(prompt, password) : NULL;
+	if (!line) {
+		PyErr_SetString(PyExc_EOFError, "input(): the session's front gave no input");
+		return NULL;
+	}
+	r = PyUnicode_DecodeUTF8(line, (Py_ssize_t)strlen(line), "surrogateescape");
+	free(line);
+	return r;
+}
+
+static PyMethodDef input_def = { "_input_line", cell_input, METH_VARARGS,
+				 "a line from the session's front" };
+
+int ps_interp_cell_setup(int report_fd, char *(*line)(const char *prompt, bool password),
+			 char *err, size_t errlen)
+{
+	PyObject *f, *r;
+
+	ps_interp_begin(report_fd);
+	input_line = line;
+	f = PyCFunction_NewEx(&input_def, NULL, NULL);
+	r = f && ps_interp_globals() ? ps_interp_shim_call("cell_setup", Py_BuildValue("(OO)", f,
+							   ps_interp_globals()))
+				     : NULL;
+	Py_XDECREF(f);
+	if (!r) {
+		PyObject *t, *v, *tb;
+
+		PyErr_Fetch(&t, &v, &tb);
+		PyObject *s = v ? PyObject_Str(v) : NULL;
+		const char *m = s ? PyUnicode_AsUTF8(s) : NULL;
+
+		snprintf(err, errlen, "pyshim cell_setup: %s", m ? m : "failed");
+		Py_XDECREF(s);
+		Py_XDECREF(t);
+		Py_XDECREF(v);
+		Py_XDECREF(tb);
+		PyErr_Clear();
+		return -1;
+	}
+	Py_DECREF(r);
+	return 0;
+}
+
+/* (report bytes, exit code) from pyshim into the channel; the fallback when even that fails. */
+static int write_answer(PyObject *r, int report_fd)
+{
+	static const char fallback[] =
+		"{\"exception\": {\"type\": \"PysnipInternalError\", \"message\": \"pyshim could not "
+		"build the cell's report\", \"traceback\": []}, \"denials\": [], \"exit\": "
+		"\"exception\", \"system_exit_code\": null, \"memory_error\": false, \"result\": null, "
+		"\"display\": []}";
+	int rc = 1;
+
+	if (r && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2 &&
+	    PyBytes_Check(PyTuple_GET_ITEM(r, 0))) {
+		PyObject *b = PyTuple_GET_ITEM(r, 0);
+
+		rc = (int)PyLong_AsLong(PyTuple_GET_ITEM(r, 1));
+		ps_interp_write_report(report_fd, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+	} else {
+		PyErr_Clear();
+		ps_interp_write_report(report_fd, fallback, strlen(fallback));
+	}
+	Py_XDECREF(r);
+	return rc;
+}
+
+int ps_interp_cell_run(const char *code, size_t len, unsigned long count, int report_fd)
+{
+	PyObject *globals = ps_interp_globals();
+	PyObject *src = NULL, *parts = NULL, *value = NULL, *exc, *r;
+	bool has_value = false;
+
+	ps_audit_denials_reset();
+	if (!globals)
+		return write_answer(NULL, report_fd);
+	src = PyMemoryView_FromMemory((char *)code, (Py_ssize_t)len, PyBUF_READ);
+	if (memchr(code, '\0', len))
+		PyErr_SetString(PyExc_ValueError, "source code string cannot contain null bytes");
+	else if (src)
+		parts = ps_interp_shim_call("cell_compile", Py_BuildValue("(O)", src));
+	/* Both halves are evaluated here, with no pyshim frame under the cell's code. */
+	if (parts && PyTuple_Check(parts) && PyTuple_GET_SIZE(parts) == 2) {
+		PyObject *body = PyTuple_GET_ITEM(parts, 0), *expr = PyTuple_GET_ITEM(parts, 1);
+		PyObject *b = PyEval_EvalCode(body, globals, globals);
+
+		if (b && expr != Py_None) {
+			value = PyEval_EvalCode(expr, globals, globals);
+			has_value = value != NULL;
+		}
+		Py_XDECREF(b);
+	}
+	exc = ps_interp_fetch_exception();
+	ps_interp_restore_for_report();
+	/* A cell out of memory is rolled back (session/host.c): its state may go now, so that
+	 * the report can be built. */
+	if (exc && PyErr_GivenExceptionMatches(exc, PyExc_MemoryError))
+		PyDict_Clear(globals);
+	r = ps_interp_shim_call("cell_finish",
+				Py_BuildValue("(OOOOOk)", exc ? exc : Py_None, src ? src : Py_None,
+					      ps_audit_raised_by_hook(exc) ? Py_True : Py_False,
+					      value ? value : Py_None, has_value ? Py_True : Py_False,
+					      count));
+	Py_XDECREF(exc);
+	Py_XDECREF(value);
+	Py_XDECREF(parts);
+	Py_XDECREF(src);
+	return write_answer(r, report_fd);
+}
+
+int ps_interp_cell_query(const char *kind, const char *code, size_t len, size_t cursor,
+			 int report_fd)
+{
+	PyObject *globals = ps_interp_globals();
+	PyObject *r = globals ? ps_interp_shim_call("cell_query",
+						    Py_BuildValue("(ss#nO)", kind, code,
+								  (Py_ssize_t)len, (Py_ssize_t)cursor,
+								  globals))
+			      : NULL;
+
+	ps_audit_denials_reset();
+	return write_answer(r, report_fd);
+}
+
+/* fork() as os.fork() does it (the interpreter's locks and at-fork hooks on both sides),
+ * without os.fork's audit event: the holder's own C code forks, never the cell. */
+pid_t ps_interp_fork(void)
+{
+	pid_t pid;
+
+	PyOS_BeforeFork();
+	pid = fork();
+	if (pid == 0)
+		PyOS_AfterFork_Child();
+	else
+		PyOS_AfterFork_Parent();
+	return pid;
+}

@@ -1,0 +1,169 @@
+/* The session holder: a worker that, after every phase of its policy, keeps a notebook's
+ * state and forks one child per cell (the protocol is in session_int.h). It runs inside the
+ * sandbox; the cell it forks is where untrusted code runs, and a cell that is kept becomes
+ * the holder in its turn, so nothing here trusts more than its own session. */
+#include "session_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "python/interp.h"
+#include "sandbox/sandbox.h"
+#include "util/util.h"
+
+enum { CMD_FD = 0, STATUS_FD = 3, REPORT_FD = 4 };
+
+struct sigaction ps_session_py_sigint;
+
+static const char *session_token;
+
+static void send_rec(uint32_t kind, int32_t phase, int32_t err, const char *text,
+		     const struct rusage *ru)
+{
+	struct ps_status_rec rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.kind = kind;
+	rec.phase = phase;
+	rec.err = err;
+	if (ru) {
+		rec.utime_us = (int64_t)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec;
+		rec.stime_us = (int64_t)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec;
+		rec.maxrss_kb = ru->ru_maxrss;
+	}
+	snprintf(rec.msg, sizeof(rec.msg), "%s%s", session_token, text ? text : "");
+	(void)ps_write_all(STATUS_FD, &rec, sizeof(rec));
+}
+
+/* len bytes from fd 0 into a malloc'd, NUL-terminated buffer (NULL on EOF or no memory;
+ * then the bytes are still consumed, so the channel stays in step). */
+static char *read_body(uint64_t len)
+{
+	char *buf = len < (1ull << 40) ? malloc((size_t)len + 1) : NULL;
+	char sink[4096];
+
+	if (buf) {
+		if (ps_read_exact(CMD_FD, buf, (size_t)len) < 0) {
+			free(buf);
+			return NULL;
+		}
+		buf[len] = '\0';
+		return buf;
+	}
+	while (len > 0) {
+		size_t n = len < sizeof(sink) ? (size_t)len : sizeof(sink);
+
+		if (ps_read_exact(CMD_FD, sink, n) < 0)
+			break;
+		len -= n;
+	}
+	return NULL;
+}
+
+/* input() in a cell: ask the host (which asks the front), wait for the line. */
+static char *input_line(const char *prompt, bool password)
+{
+	struct ps_scmd q;
+
+	send_rec(PS_REC_INPUT, password, 0, prompt, NULL);
+	for (;;) {
+		if (ps_read_exact(CMD_FD, &q, sizeof(q)) < 0 || q.magic != PS_SCMD_MAGIC)
+			return NULL;
+		if (q.kind == PS_SCMD_INPUT)
+			return q.len == PS_SCMD_REFUSED ? NULL : read_body(q.len);
+		free(read_body(q.len));	/* nothing else is sent while a cell runs */
+	}
+}
+
+/* The cell, in the child: its CPU as a soft limit (SIGXCPU; the hard limit stays the
+ * holder's, so that a kept cell can hold on), run, report, and carry on as the holder. */
+static void cell_child(const struct ps_scmd *q, const char *code)
+{
+	struct rlimit cpu, was;
+	struct rusage ru;
+	pid_t self = getpid();
+	int rc;
+
+	/* first, so that the host knows the cell before anything else it says */
+	send_rec(PS_REC_CELL_FORKED, (int32_t)getpid(), 0, NULL, NULL);
+	getrlimit(RLIMIT_CPU, &was);
+	if (q->kind == PS_SCMD_EXEC && q->cpu_ms) {
+		cpu.rlim_cur = (rlim_t)((q->cpu_ms + 999) / 1000);
+		cpu.rlim_max = was.rlim_max;
+		if (was.rlim_max != RLIM_INFINITY && cpu.rlim_cur > was.rlim_max)
+			cpu.rlim_cur = was.rlim_max;
+		setrlimit(RLIMIT_CPU, &cpu);
+	}
+	if (q->kind == PS_SCMD_EXEC) {
+		rc = ps_interp_cell_run(code, (size_t)q->len, (unsigned long)q->count, REPORT_FD);
+	} else {
+		char kind[sizeof(q->query) + 1];
+
+		memcpy(kind, q->query, sizeof(q->query));
+		kind[sizeof(q->query)] = '\0';
+		rc = ps_interp_cell_query(kind, code, (size_t)q->len, (size_t)q->cursor, REPORT_FD);
+	}
+	/* a process the cell forked (python layer off) came back here: it is not the cell */
+	if (getpid() != self)
+		_exit(0);
+	getrusage(RUSAGE_SELF, &ru);
+	send_rec(PS_REC_CELL_DONE, 0, rc, NULL, &ru);
+	if (q->kind != PS_SCMD_EXEC)
+		_exit(0);	/* a query's fork is thrown away */
+	setrlimit(RLIMIT_CPU, &was);
+}
+
+/* One command. Returns in the holder, and in a cell that goes on as the holder. */
+static void serve_one(const struct ps_scmd *q)
+{
+	char *code = read_body(q->len);
+	int status = 0;
+	struct rusage ru;
+	pid_t pid, r;
+
+	if (q->kind == PS_SCMD_INPUT || !code) {	/* an answer for a cell that died */
+		free(code);
+		return;
+	}
+	pid = ps_interp_fork();
+	if (pid < 0) {
+		send_rec(PS_REC_CELL_REAPED, -1, errno, NULL, NULL);
+		free(code);
+		return;
+	}
+	if (pid == 0) {
+		cell_child(q, code);
+		free(code);
+		return;	/* kept: this process is the holder now */
+	}
+	free(code);
+	do
+		r = wait4(pid, &status, 0, &ru);
+	while (r < 0 && errno == EINTR);
+	send_rec(PS_REC_CELL_REAPED, 0, r < 0 ? -1 : status, NULL, r < 0 ? NULL : &ru);
+}
+
+void ps_session_holder_main(const char *token)
+{
+	char err[200];
+	struct ps_scmd q;
+
+	session_token = token;
+	sigaction(SIGINT, &ps_session_py_sigint, NULL);
+	if (ps_interp_cell_setup(REPORT_FD, input_line, err, sizeof(err)) < 0) {
+		send_rec(PS_REC_PHASE_FAIL, -1, EINVAL, err, NULL);
+		_exit(125);
+	}
+	for (;;) {
+		if (ps_read_exact(CMD_FD, &q, sizeof(q)) < 0)
+			_exit(0);	/* the host is gone */
+		if (q.magic != PS_SCMD_MAGIC)
+			_exit(126);
+		serve_one(&q);
+	}
+}

@@ -1,0 +1,584 @@
+/* `pysnip session-host`: one session's trusted supervisor (session.h). Started by the front
+ * (fork+exec, its socket on fd 3), it loads the policy, initialises the interpreter once (the
+ * pristine state a restart forks from), forks the holder with every phase applied, then
+ * serves the front's JSON lines one at a time:
+ *   {"op":"exec","code":S,"limits":{..}|null}  -> stream/display/input_request events, verdict
+ *   {"op":"query","kind":K,"code":S,"cursor":N} -> {"event":"query","result":{..}}
+ *   {"op":"restart"} -> {"event":"restarted"};  {"op":"info"} -> {"event":"info",..}
+ *   {"op":"interrupt"}, {"op":"input","value":S|null}: only while a cell runs
+ * It ends when the front closes the socket, or a session limit is hit ({"event":"ended"}),
+ * taking every process of the session with it. */
+#include "host_int.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "python/interp.h"
+#include "run/result.h"
+#include "util/util.h"
+
+enum { LINE_MAX_BYTES = 300 << 20, READY_WAIT_MS = 30000, DEFAULT_GRACE_MS = 2000,
+       SHARED_UID_HEADROOM = 64 };
+
+int ps_host_send(struct host *h, const char *line)
+{
+	(void)h;
+	if (ps_write_all(FRONT_FD, line, strlen(line)) < 0 || ps_write_all(FRONT_FD, "\n", 1) < 0)
+		return -1;
+	return 0;
+}
+
+static int send_error(struct host *h, const char *field, const char *msg)
+{
+	cJSON *m = cJSON_CreateObject();
+	char *line;
+	int ret;
+
+	cJSON_AddStringToObject(m, "event", "error");
+	if (field)
+		cJSON_AddStringToObject(m, "field", field);
+	cJSON_AddStringToObject(m, "message", msg);
+	line = cJSON_PrintUnformatted(m);
+	cJSON_Delete(m);
+	ret = line ? ps_host_send(h, line) : -1;
+	free(line);
+	return ret;
+}
+
+char *ps_host_next_line(struct host *h, bool *eof)
+{
+	char *nl, *line;
+	size_t n;
+
+	for (;;) {
+		nl = h->in_len ? memchr(h->in, '\n', h->in_len) : NULL;
+		if (nl)
+			break;
+		struct pollfd p = { .fd = FRONT_FD, .events = POLLIN };
+		if (poll(&p, 1, 0) <= 0)
+			return NULL;
+		if (h->in_cap - h->in_len < 65536) {
+			size_t cap = h->in_cap ? h->in_cap * 2 : 1 << 17;
+			char *nb = cap <= LINE_MAX_BYTES ? realloc(h->in, cap) : NULL;
+
+			if (!nb) {
+				*eof = true;	/* a line we cannot hold: the front is broken */
+				return NULL;
+			}
+			h->in = nb;
+			h->in_cap = cap;
+		}
+		ssize_t r = read(FRONT_FD, h->in + h->in_len, h->in_cap - h->in_len);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0) {
+			*eof = true;
+			return NULL;
+		}
+		h->in_len += (size_t)r;
+	}
+	n = (size_t)(nl - h->in);
+	line = malloc(n + 1);
+	if (line) {
+		memcpy(line, h->in, n);
+		line[n] = '\0';
+	}
+	memmove(h->in, nl + 1, h->in_len - n - 1);
+	h->in_len -= n + 1;
+	return line;
+}
+
+/* --- the holder --- */
+
+/* The holder's limits: the session's memory and processes, no CPU limit of its own (each
+ * cell has its CPU as a soft limit; the session's total is counted here). RLIMIT_NPROC
+ * counts every process of the uid on the host: on a uid of its own (a policy's uid range, a
+ * lock per uid) the session gets the holder, its cell and the policy's processes; on a uid
+ * the policy gives every worker, headroom for the others' (SECURITY.md). */
+static struct ps_limits holder_limits(const struct host *h)
+{
+	struct ps_limits l = h->cell;
+
+	l.cpu_ms = 0;
+	l.processes = (h->cell.processes ? h->cell.processes : 1) + 2;
+	if (h->slot_lock < 0)
+		l.processes += SHARED_UID_HEADROOM;
+	return l;
+}
+
+/* Wait for the holder's first record: every phase held, or the one that failed. */
+static int await_held(struct host *h, char *err, size_t errlen)
+{
+	struct pollfd p = { .fd = h->hp.f.status, .events = POLLIN };
+	struct ps_status_rec rec;
+
+	if (poll(&p, 1, READY_WAIT_MS) <= 0 ||
+	    ps_read_exact(h->hp.f.status, &rec, sizeof(rec)) < 0) {
+		snprintf(err, errlen, "the session's holder did not start");
+		return -1;
+	}
+	if (rec.kind != PS_REC_HELD) {
+		rec.msg[sizeof(rec.msg) - 1] = '\0';
+		snprintf(err, errlen, "worker phase %s: %s", ps_worker_phase_name(rec.phase),
+			 rec.msg);
+		return -1;
+	}
+	h->held = rec.held;
+	return 0;
+}
+
+void ps_host_kill_holder(struct host *h)
+{
+	if (!h->holder_up)
+		return;
+	/* every holder and cell stays in the first holder's process group (setsid and
+	 * setpgid are not in the filter), and in the PID namespace */
+	kill(-h->group, SIGKILL);
+	if (h->holder_pidfd >= 0) {
+		syscall(SYS_pidfd_send_signal, h->holder_pidfd, SIGKILL, NULL, 0);
+		close(h->holder_pidfd);
+	}
+	h->holder_pidfd = -1;
+	if (h->hp.pid > 0)
+		waitpid(h->hp.pid, NULL, 0);
+	h->hp.pid = -1;
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	ps_worker_cleanup(&h->hp, &h->ho);
+	ps_outcome_free(&h->ho);
+	h->holder_up = false;
+}
+
+int ps_host_spawn_holder(struct host *h, char *err, size_t errlen)
+{
+	struct ps_limits l = holder_limits(h);
+	struct ps_run r = { .code = "", .code_len = 0 };
+
+	r.limits = l;
+	if (ps_worker_spawn(&h->w, &l, &r, h->slot, &h->hp, &h->ho) < 0) {
+		snprintf(err, errlen, "%s", h->ho.host_error);
+		return -1;
+	}
+	/* the worker's report token is the session's: every record and report carries it */
+	memcpy(h->token, h->ho.report_token, sizeof(h->token));
+	h->holder_up = true;
+	h->holder = h->group = h->hp.pid;
+	h->holder_pidfd = h->hp.f.pidfd;
+	h->hp.f.pidfd = -1;
+	/* every cell shares these channels: never block on one */
+	fcntl(h->hp.f.out, F_SETFL, O_NONBLOCK);
+	fcntl(h->hp.f.err, F_SETFL, O_NONBLOCK);
+	fcntl(h->hp.f.report, F_SETFL, O_NONBLOCK);
+	if (await_held(h, err, errlen) < 0) {
+		ps_host_kill_holder(h);
+		return -1;
+	}
+	h->count = 0;
+	return 0;
+}
+
+/* A uid of the policy's range that no other live session on this host holds: a lock file
+ * per uid, held for the session's life. */
+static unsigned pick_slot(struct host *h, int want)
+{
+	unsigned n = h->p.uid_count > 1 ? h->p.uid_count : 1;
+	char path[300];
+
+	if (want >= 0 || n == 1)
+		return want >= 0 ? (unsigned)want : 0;
+	for (unsigned s = 0; s < n; s++) {
+		snprintf(path, sizeof(path), "%s/pysnip-session-uid-%u.lock", h->w.tmp_base,
+			 h->p.uid + s);
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			h->slot_lock = fd;
+			return s;
+		}
+		close(fd);
+	}
+	return (unsigned)getpid() % n;	/* every uid taken: share one */
+}
+
+/* --- the front's requests --- */
+
+/* The cell's limits: the session's, tightened by the request's "limits" object. */
+static int cell_limits(struct host *h, const cJSON *lim, struct ps_limits *out, char *err,
+		       size_t errlen)
+{
+	struct ps_policy tmp = h->p;	/* only its limits are written */
+	const cJSON *it;
+
+	tmp.limits = h->cell;
+	if (lim && !cJSON_IsNull(lim) && !cJSON_IsObject(lim)) {
+		snprintf(err, errlen, "limits: not an object");
+		return -1;
+	}
+	cJSON_ArrayForEach(it, lim)
+	{
+		char v[64];
+
+		if (!strcmp(it->string, "memory")) {
+			snprintf(err, errlen, "limits.memory: memory is the session's as a whole, not "
+				 "a cell's (set it when the session starts)");
+			return -1;
+		}
+		if (strcmp(it->string, "wall") && strcmp(it->string, "cpu") &&
+		    strcmp(it->string, "output")) {
+			snprintf(err, errlen, "limits.%s: not a cell limit (known: wall, cpu, output)",
+				 it->string);
+			return -1;
+		}
+		if (cJSON_IsString(it))
+			snprintf(v, sizeof(v), "%s", it->valuestring);
+		else if (cJSON_IsNumber(it))
+			snprintf(v, sizeof(v), "%.0f", it->valuedouble);
+		else {
+			snprintf(err, errlen, "limits.%s: not a string or number", it->string);
+			return -1;
+		}
+		if (ps_policy_override(&tmp, it->string, v, true, err, errlen) < 0)
+			return -1;
+	}
+	*out = tmp.limits;
+	return 0;
+}
+
+bool ps_host_session_over(struct host *h, uint64_t now)
+{
+	const struct ps_session_limits *sl = &h->sl;
+
+	if (h->ended[0])
+		return true;
+	if (sl->idle_ms && now - h->idle_since_us >= sl->idle_ms * 1000)
+		snprintf(h->ended, sizeof(h->ended), "idle timeout: no cell for %llu ms",
+			 (unsigned long long)sl->idle_ms);
+	else if (sl->lifetime_ms && now - h->start_us >= sl->lifetime_ms * 1000)
+		snprintf(h->ended, sizeof(h->ended), "lifetime: the session's %llu ms are over",
+			 (unsigned long long)sl->lifetime_ms);
+	else if (sl->cpu_ms && h->cpu_us >= sl->cpu_ms * 1000)
+		snprintf(h->ended, sizeof(h->ended), "cpu: the session's cells used %llu ms of CPU "
+			 "(limit %llu ms)", (unsigned long long)(h->cpu_us / 1000),
+			 (unsigned long long)sl->cpu_ms);
+	else if (sl->cells && h->cells >= sl->cells)
+		snprintf(h->ended, sizeof(h->ended), "cells: the session ran its %llu cells",
+			 (unsigned long long)sl->cells);
+	return h->ended[0] != '\0';
+}
+
+static int send_ended(struct host *h)
+{
+	cJSON *m = cJSON_CreateObject();
+	char *line;
+
+	cJSON_AddStringToObject(m, "event", "ended");
+	cJSON_AddStringToObject(m, "reason", h->ended);
+	line = cJSON_PrintUnformatted(m);
+	cJSON_Delete(m);
+	if (line)
+		ps_host_send(h, line);
+	free(line);
+	return -1;
+}
+
+static int send_info(struct host *h, const char *event)
+{
+	cJSON *m = cJSON_CreateObject();
+	char *line;
+	int ret;
+
+	cJSON_AddStringToObject(m, "event", event);
+	cJSON_AddNumberToObject(m, "execution_count", (double)h->count);
+	cJSON_AddNumberToObject(m, "cells", (double)h->cells);
+	cJSON_AddNumberToObject(m, "rolled_back", (double)h->rolled_back);
+	cJSON_AddNumberToObject(m, "cpu_ms", (double)(h->cpu_us / 1000));
+	cJSON_AddBoolToObject(m, "alive", h->holder_up && !h->ended[0]);
+	cJSON_AddNumberToObject(m, "uid", h->held.uid);
+	cJSON_AddNumberToObject(m, "pid", getpid());
+	line = cJSON_PrintUnformatted(m);
+	cJSON_Delete(m);
+	ret = line ? ps_host_send(h, line) : -1;
+	free(line);
+	return ret;
+}
+
+static int op_exec(struct host *h, const cJSON *m, bool query)
+{
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(m, "code");
+	struct ps_cell_req q = { .kind = query ? PS_SCMD_QUERY : PS_SCMD_EXEC };
+	char err[512];
+
+	if (!cJSON_IsString(code))
+		return send_error(h, "code", "code: missing or not a string");
+	q.code = code->valuestring;
+	q.len = strlen(code->valuestring);
+	if (query) {
+		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(m, "kind");
+		const cJSON *cur = cJSON_GetObjectItemCaseSensitive(m, "cursor");
+
+		if (!cJSON_IsString(kind) || (strcmp(kind->valuestring, "complete") &&
+					      strcmp(kind->valuestring, "inspect") &&
+					      strcmp(kind->valuestring, "is_complete")))
+			return send_error(h, "kind", "kind: complete, inspect or is_complete");
+		q.query = kind->valuestring;
+		q.cursor = cJSON_IsNumber(cur) && cur->valuedouble >= 0 ? (size_t)cur->valuedouble
+									: q.len;
+	} else if (cell_limits(h, cJSON_GetObjectItemCaseSensitive(m, "limits"), &q.limits, err,
+			       sizeof(err)) < 0) {
+		return send_error(h, "limits", err);
+	}
+	if (!h->holder_up && ps_host_spawn_holder(h, err, sizeof(err)) < 0) {
+		snprintf(h->ended, sizeof(h->ended), "the holder could not be restarted: %s", err);
+		return send_ended(h);
+	}
+	return ps_host_run_cell(h, &q);
+}
+
+static int op_restart(struct host *h)
+{
+	char err[512];
+
+	ps_host_kill_holder(h);
+	h->lost[0] = '\0';
+	if (ps_host_spawn_holder(h, err, sizeof(err)) < 0) {
+		snprintf(h->ended, sizeof(h->ended), "restart: %s", err);
+		return send_ended(h);
+	}
+	return send_info(h, "restarted");
+}
+
+static int handle_line(struct host *h, char *line)
+{
+	cJSON *m = cJSON_Parse(line);
+	const cJSON *op = cJSON_GetObjectItemCaseSensitive(m, "op");
+	const char *o = cJSON_IsString(op) ? op->valuestring : NULL;
+	int ret = 0;
+
+	if (!m)
+		ret = send_error(h, NULL, "not a JSON object");
+	else if (!o)
+		ret = send_error(h, "op", "op: missing or not a string");
+	else if (!strcmp(o, "exec"))
+		ret = op_exec(h, m, false);
+	else if (!strcmp(o, "query"))
+		ret = op_exec(h, m, true);
+	else if (!strcmp(o, "restart"))
+		ret = op_restart(h);
+	else if (!strcmp(o, "info"))
+		ret = send_info(h, "info");
+	else if (strcmp(o, "interrupt") && strcmp(o, "input"))	/* late: no cell runs */
+		ret = send_error(h, "op", "op: exec, query, restart, info, interrupt or input");
+	cJSON_Delete(m);
+	if (ret == 0 && strcmp(o ? o : "", "info"))
+		h->idle_since_us = ps_now_us();
+	return ret;
+}
+
+/* Between cells: the front's next line, the holder's death, the session's limits. */
+static void serve_front(struct host *h)
+{
+	for (;;) {
+		bool eof = false;
+		char *line;
+		uint64_t now = ps_now_us();
+
+		if (ps_host_session_over(h, now)) {
+			send_ended(h);
+			return;
+		}
+		while ((line = ps_host_next_line(h, &eof))) {
+			int ret = handle_line(h, line);
+
+			free(line);
+			if (ret < 0)
+				return;
+			if (ps_host_session_over(h, ps_now_us())) {
+				send_ended(h);
+				return;
+			}
+		}
+		if (eof)
+			return;
+		struct pollfd p[] = {
+			{ .fd = FRONT_FD, .events = POLLIN },
+			{ .fd = h->holder_up ? h->holder_pidfd : -1, .events = POLLIN },
+		};
+		if (poll(p, 2, 1000) > 0 && p[1].revents) {
+			snprintf(h->lost, sizeof(h->lost), "the holder died between cells (after cell "
+				 "%llu): this cell ran on a fresh state", (unsigned long long)h->count);
+			ps_host_kill_holder(h);
+		}
+	}
+}
+
+/* --- the process --- */
+
+static int parse_args(struct host *h, int argc, char **argv, const char **policy,
+		      const char *ov[4], int *slot)
+{
+	static const struct option opts[] = {
+		{ "policy", required_argument, NULL, 'p' },
+		{ "wall", required_argument, NULL, 'w' },
+		{ "cpu", required_argument, NULL, 'c' },
+		{ "memory", required_argument, NULL, 'm' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "idle", required_argument, NULL, 'I' },
+		{ "lifetime", required_argument, NULL, 'L' },
+		{ "session-cpu", required_argument, NULL, 'C' },
+		{ "cells", required_argument, NULL, 'N' },
+		{ "disable-layer", required_argument, NULL, 'd' },
+		{ "slot", required_argument, NULL, 's' },
+		{ "grace", required_argument, NULL, 'g' },
+		{ 0 },
+	};
+	char err[256];
+	int c, l;
+
+	optind = 0;
+	while ((c = getopt_long(argc + 1, argv - 1, "", opts, NULL)) != -1) {
+		uint64_t *ms = c == 'I' ? &h->sl.idle_ms : c == 'L' ? &h->sl.lifetime_ms :
+			       c == 'C' ? &h->sl.cpu_ms : c == 'g' ? &h->grace_ms : NULL;
+
+		if (c == 'p')
+			*policy = optarg;
+		else if (c == 'w' || c == 'c' || c == 'm' || c == 'o')
+			ov[c == 'w' ? 0 : c == 'c' ? 1 : c == 'm' ? 2 : 3] = optarg;
+		else if (c == 'N')
+			h->sl.cells = strtoull(optarg, NULL, 10);
+		else if (c == 's')
+			*slot = atoi(optarg);
+		else if (c == 'd' && (l = ps_layer_from_name(optarg)) >= 0)
+			h->layers_off |= 1u << l;
+		else if (ms && ps_parse_duration_ms(optarg, ms, err, sizeof(err)) == 0)
+			continue;
+		else
+			return -1;
+	}
+	return 0;
+}
+
+/* Common to both starts: the session's worker and filter, its uid, its first holder. */
+static int begin_session(struct host *h, int slot, const char *shared_scratch, char *err,
+			 size_t errlen)
+{
+	sigaction(SIGINT, NULL, &ps_session_py_sigint);
+	signal(SIGINT, SIG_IGN);	/* a terminal's ^C is the front's to turn into an interrupt */
+	signal(SIGPIPE, SIG_IGN);
+	if (ps_worker_prepare_session(&h->w, &h->p, h->layers_off, ps_session_holder_main, err,
+				      errlen) < 0)
+		return !strncmp(err, "policy ", 7) ? PS_EXIT_USAGE : PS_EXIT_INTERNAL;
+	/* a zygote's child: its interpreter's scratch path is the zygote's shared one */
+	if (shared_scratch && shared_scratch[0])
+		snprintf(h->w.shared_scratch, sizeof(h->w.shared_scratch), "%s", shared_scratch);
+	h->slot = pick_slot(h, slot);
+	/* with no PID namespace, orphans of the session come to us, not to the host's init */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if (ps_host_spawn_holder(h, err, errlen) < 0)
+		return PS_EXIT_INTERNAL;
+	return 0;
+}
+
+static int start(struct host *h, int argc, char **argv, char *err, size_t errlen)
+{
+	static const char *const fields[4] = { "wall", "cpu", "memory", "output" };
+	const char *policy = "default", *ov[4] = { 0 };
+	struct ps_strlist modules = { 0 };
+	struct ps_interp_opts io = { 0 };
+	int slot = -1;
+
+	if (parse_args(h, argc, argv, &policy, ov, &slot) < 0) {
+		snprintf(err, errlen, "usage: bad session-host arguments");
+		return PS_EXIT_USAGE;
+	}
+	if (ps_policy_load(policy, &h->p, err, errlen) < 0)
+		return PS_EXIT_USAGE;
+	for (int i = 0; i < 4; i++)
+		if (ov[i] && ps_policy_override(&h->p, fields[i], ov[i], false, err, errlen) < 0)
+			return PS_EXIT_USAGE;
+	h->cell = h->p.limits;
+	if (ps_policy_modules(&h->p, &modules, err, errlen) < 0)
+		return PS_EXIT_USAGE;
+	io.policy = &h->p;
+	io.modules = &modules;
+	io.python_layer = !(h->layers_off & (1u << PS_LAYER_PYTHON)) &&
+			  h->p.layers[PS_LAYER_PYTHON] != PS_LAYER_OFF;
+	io.preimport = true;
+	/* the interpreter once: every restart forks a holder from this state */
+	if (ps_interp_init(&io, err, errlen) < 0)
+		return PS_EXIT_INTERNAL;
+	return begin_session(h, slot, NULL, err, errlen);
+}
+
+static void host_init(struct host *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->slot_lock = -1;
+	h->holder_pidfd = -1;
+	h->grace_ms = DEFAULT_GRACE_MS;
+	h->start_us = h->idle_since_us = ps_now_us();
+	prctl(PR_SET_PDEATHSIG, SIGKILL);	/* our parent's death ends the session */
+}
+
+/* Say how the start went, serve the front, and leave nothing. */
+static int host_run(struct host *h, int ret, const char *err)
+{
+	if (ret) {
+		cJSON *m = cJSON_CreateObject();
+		char *line;
+
+		cJSON_AddStringToObject(m, "event", "error");
+		cJSON_AddStringToObject(m, "message", err);
+		cJSON_AddBoolToObject(m, "usage", ret == PS_EXIT_USAGE);
+		line = cJSON_PrintUnformatted(m);
+		cJSON_Delete(m);
+		if (line)
+			ps_host_send(h, line);
+		free(line);
+	} else {
+		send_info(h, "ready");
+		serve_front(h);
+	}
+	ps_host_kill_holder(h);
+	ps_worker_release(&h->w);	/* the PID namespace's init, and with it every survivor */
+	if (h->slot_lock >= 0)
+		close(h->slot_lock);
+	return ret;
+}
+
+int ps_session_host_run(const struct ps_policy *p, uint32_t layers_off, const char *shared_scratch,
+			const struct ps_limits *cell, const struct ps_session_limits *sl, int slot)
+{
+	static struct host h;	/* one a process */
+	char err[512] = "";
+
+	host_init(&h);
+	h.p = *p;
+	h.layers_off = layers_off;
+	h.cell = *cell;
+	h.sl = *sl;
+	return host_run(&h, begin_session(&h, slot, shared_scratch, err, sizeof(err)), err);
+}
+
+int ps_cmd_session_host(int argc, char **argv)
+{
+	static struct host h;	/* one a process */
+	char err[512] = "";
+
+	host_init(&h);
+	return host_run(&h, start(&h, argc, argv, err, sizeof(err)), err);
+}

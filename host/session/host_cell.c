@@ -1,0 +1,655 @@
+/* One cell in the session host: the command to the holder, the cell's output streamed to the
+ * front as it comes, its wall clock, CPU backstop, output cap and interrupt, the decision
+ * (keep: the cell is the new holder; roll back: the cell is killed, the holder untouched),
+ * and the verdict. See session_int.h for the protocol with the holder. */
+#include "host_int.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "run/result.h"
+#include "util/util.h"
+
+enum { REPORT_MAX = 8 << 20, CPU_POLL_MS = 100, CPU_GRACE_MS = 1000, QUERY_WALL_MS = 10000 };
+
+struct cell {
+	struct host *h;
+	const struct ps_cell_req *q;
+	struct ps_run r;
+	struct ps_outcome o;
+	uint64_t start_us, deadline_us, int_deadline_us, cpu_check_us;
+	pid_t pid;		/* the cell in our PID namespace, 0 until known */
+	int pidfd;
+	bool done, reaped, decided, keep, killed, holder_dead, cell_dead, front_gone;
+	bool interrupted, int_killed, cpu_killed, input_pending;
+	uint64_t output_total;
+};
+
+static int pidfd_signal(int pidfd, int sig)
+{
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+static void kill_cell(struct cell *c)
+{
+	if (c->pidfd >= 0)
+		pidfd_signal(c->pidfd, SIGKILL);
+	c->killed = true;
+}
+
+/* The cell's pid in our namespace: the holder's child whose innermost pid is the one the
+ * holder named. */
+static pid_t host_pid_of(const struct host *h, pid_t nspid)
+{
+	char path[80], *buf = NULL, *st = NULL;
+	size_t len = 0, slen = 0;
+	pid_t found = 0;
+
+	if (!(h->w.ns_static & CLONE_NEWPID))
+		return nspid;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", h->holder, h->holder);
+	if (ps_read_file(path, &buf, &len) < 0)
+		return 0;
+	for (char *tok = strtok(buf, " \n"); tok && !found; tok = strtok(NULL, " \n")) {
+		pid_t cand = (pid_t)atoi(tok);
+		char *ns;
+
+		snprintf(path, sizeof(path), "/proc/%d/status", cand);
+		if (ps_read_file(path, &st, &slen) < 0)
+			continue;
+		ns = strstr(st, "\nNSpid:");
+		if (ns) {
+			char *eol = strchr(ns + 1, '\n'), *last;
+
+			if (eol)
+				*eol = '\0';
+			last = strrchr(ns, '\t');
+			if (last && atoi(last + 1) == nspid)
+				found = cand;
+		}
+		free(st);
+		st = NULL;
+	}
+	free(buf);
+	return found;
+}
+
+static uint64_t proc_cpu_ms(pid_t pid)
+{
+	char path[64], *buf = NULL, *p;
+	size_t len = 0;
+	unsigned long long ut = 0, stime = 0;
+	long tick = sysconf(_SC_CLK_TCK);
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (ps_read_file(path, &buf, &len) < 0)
+		return 0;
+	p = strrchr(buf, ')');	/* after the command name, which may hold spaces */
+	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+			&stime) != 2)
+		ut = stime = 0;
+	free(buf);
+	return tick > 0 ? (ut + stime) * 1000 / (unsigned long long)tick : 0;
+}
+
+static void send_stream(struct cell *c, const char *name, const char *buf, size_t n)
+{
+	char *q = ps_json_quote_bytes(buf, n);
+	size_t cap = (q ? strlen(q) : 0) + 64;
+	char *line = q ? malloc(cap) : NULL;
+
+	if (line) {
+		snprintf(line, cap, "{\"event\":\"stream\",\"name\":\"%s\",\"text\":%s}", name, q);
+		if (ps_host_send(c->h, line) < 0)
+			c->front_gone = true;
+	}
+	free(line);
+	free(q);
+}
+
+static void capture(struct ps_capture *cap, const char *data, size_t n)
+{
+	char *nb = realloc(cap->buf, cap->len + n + 1);
+
+	if (!nb)
+		return;
+	cap->buf = nb;
+	memcpy(cap->buf + cap->len, data, n);
+	cap->len += n;
+	cap->buf[cap->len] = '\0';
+}
+
+/* Output of the cell: captured for the verdict (under the cap) and streamed. false at EOF. */
+static bool read_output(struct cell *c, int fd, bool is_err)
+{
+	struct ps_capture *cap = is_err ? &c->o.err : &c->o.out;
+	char buf[65536];
+	ssize_t n = read(fd, buf, sizeof(buf));
+	size_t keep;
+
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN;
+	if (n == 0)
+		return false;
+	keep = (size_t)n;
+	if (c->output_total + keep > c->r.limits.output_bytes) {
+		keep = (size_t)(c->r.limits.output_bytes - c->output_total);
+		cap->truncated = true;
+		if (!c->o.output_capped) {
+			c->o.output_capped = true;
+			kill_cell(c);
+		}
+	}
+	c->output_total += keep;
+	if (keep) {
+		capture(cap, buf, keep);
+		send_stream(c, is_err ? "stderr" : "stdout", buf, keep);
+	}
+	return true;
+}
+
+static bool read_report(struct cell *c, int fd)
+{
+	char buf[65536];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN;
+	if (n == 0)
+		return false;
+	if (c->o.report.len + (size_t)n > REPORT_MAX) {
+		c->o.report_capped = true;
+		kill_cell(c);
+		return true;
+	}
+	capture(&c->o.report, buf, (size_t)n);
+	return true;
+}
+
+/* What is already in the pipes when the cell said it is done. */
+static void drain(struct cell *c)
+{
+	const struct ps_worker_proc *hp = &c->h->hp;
+
+	const int fds[] = { hp->f.out, hp->f.err, hp->f.report };
+
+	for (size_t i = 0; i < PS_ARRAY_LEN(fds); i++) {
+		for (;;) {
+			struct pollfd p = { .fd = fds[i], .events = POLLIN };
+
+			if (c->o.output_capped || poll(&p, 1, 0) <= 0)
+				break;
+			if (!(i == 2 ? read_report(c, fds[i]) : read_output(c, fds[i], i == 1)))
+				break;
+		}
+	}
+}
+
+static void rusage_from(struct rusage *ru, const struct ps_status_rec *rec)
+{
+	memset(ru, 0, sizeof(*ru));
+	ru->ru_utime.tv_sec = rec->utime_us / 1000000;
+	ru->ru_utime.tv_usec = rec->utime_us % 1000000;
+	ru->ru_stime.tv_sec = rec->stime_us / 1000000;
+	ru->ru_stime.tv_usec = rec->stime_us % 1000000;
+	ru->ru_maxrss = rec->maxrss_kb;
+}
+
+/* The status a verdict of this outcome would have. */
+static char *verdict_status(struct cell *c, char *buf, size_t len)
+{
+	char *v = ps_verdict_render(&c->h->p, &c->r, &c->o, false);
+	cJSON *j = v ? cJSON_Parse(v) : NULL;
+	cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
+
+	snprintf(buf, len, "%s", cJSON_IsString(s) ? s->valuestring : "internal_error");
+	cJSON_Delete(j);
+	free(v);
+	return buf;
+}
+
+/* The cell ended by itself: keep it unless its end is one a limit forced (out of memory). */
+static void decide(struct cell *c, const struct ps_status_rec *rec)
+{
+	char st[32];
+
+	drain(c);
+	c->done = true;
+	c->o.reaped = true;
+	c->o.wait_status = (rec->err & 0xff) << 8;
+	rusage_from(&c->o.ru, rec);
+	c->o.run_us = ps_now_us() - c->start_us - c->o.setup_us;
+	verdict_status(c, st, sizeof(st));
+	c->decided = true;
+	c->keep = c->q->kind == PS_SCMD_EXEC && !c->killed &&
+		  (!strcmp(st, "ok") || !strcmp(st, "exception") || !strcmp(st, "denied"));
+	if (c->keep) {
+		if (!c->holder_dead)
+			pidfd_signal(c->h->holder_pidfd, SIGKILL);
+	} else {
+		kill_cell(c);
+	}
+}
+
+static void take_record(struct cell *c, const struct ps_status_rec *rec)
+{
+	struct host *h = c->h;
+
+	if (rec->kind == PS_REC_SYSCALL) {	/* the SIGSYS handler: names a death */
+		c->o.have_syscall = true;
+		c->o.syscall_nr = rec->syscall_nr;
+		c->o.syscall_arch = rec->arch;
+		return;
+	}
+	if (strncmp(rec->msg, h->token, PS_SESSION_TOKEN_LEN))
+		return;
+	switch (rec->kind) {
+	case PS_REC_CELL_FORKED:
+		c->o.setup_us = ps_now_us() - c->start_us;
+		c->pid = host_pid_of(h, rec->phase);
+		if (c->pid > 0)
+			c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+		if (c->killed && c->pidfd >= 0)
+			pidfd_signal(c->pidfd, SIGKILL);
+		break;
+	case PS_REC_CELL_DONE:
+		if (!c->done && !c->reaped)
+			decide(c, rec);
+		break;
+	case PS_REC_CELL_REAPED:
+		c->reaped = true;
+		if (!c->done && rec->phase < 0) {	/* no cell: fork failed */
+			snprintf(c->o.host_error, sizeof(c->o.host_error),
+				 "the holder could not fork the cell: fork(): %s", strerror(rec->err));
+		} else if (!c->done) {
+			c->o.reaped = rec->err >= 0;
+			c->o.wait_status = rec->err;
+			rusage_from(&c->o.ru, rec);
+		}
+		break;
+	case PS_REC_INPUT: {
+		cJSON *m = cJSON_CreateObject();
+		char *line;
+
+		cJSON_AddStringToObject(m, "event", "input_request");
+		cJSON_AddStringToObject(m, "prompt", rec->msg + PS_SESSION_TOKEN_LEN);
+		cJSON_AddBoolToObject(m, "password", rec->phase == 1);
+		line = cJSON_PrintUnformatted(m);
+		cJSON_Delete(m);
+		c->input_pending = true;
+		if (!line || ps_host_send(h, line) < 0)
+			c->front_gone = true;
+		free(line);
+		break;
+	}
+	}
+}
+
+static void read_status(struct cell *c)
+{
+	struct ps_status_rec rec;
+	ssize_t n = read(c->h->hp.f.status, &rec, sizeof(rec));
+
+	if (n == (ssize_t)sizeof(rec))
+		take_record(c, &rec);
+}
+
+/* An input() answer, to the cell that asked. */
+static void send_input(struct cell *c, const cJSON *m)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, "value");
+	struct ps_scmd q = { .magic = PS_SCMD_MAGIC, .kind = PS_SCMD_INPUT };
+	size_t n = cJSON_IsString(v) ? strlen(v->valuestring) : 0;
+
+	if (!c->input_pending)
+		return;
+	c->input_pending = false;
+	q.len = cJSON_IsString(v) ? n : PS_SCMD_REFUSED;
+	if (ps_write_all(c->h->hp.f.in, &q, sizeof(q)) == 0 && n)
+		(void)ps_write_all(c->h->hp.f.in, v->valuestring, n);
+}
+
+/* Lines from the front while the cell runs: interrupt and input only. */
+static void front_lines(struct cell *c)
+{
+	char *line;
+	bool eof = false;
+
+	while ((line = ps_host_next_line(c->h, &eof))) {
+		cJSON *m = cJSON_Parse(line);
+		const cJSON *op = cJSON_GetObjectItemCaseSensitive(m, "op");
+		const char *o = cJSON_IsString(op) ? op->valuestring : "";
+
+		if (!strcmp(o, "interrupt")) {
+			if (!c->interrupted && c->pidfd >= 0) {
+				pidfd_signal(c->pidfd, SIGINT);
+				c->interrupted = true;
+				c->int_deadline_us = ps_now_us() + c->h->grace_ms * 1000;
+			}
+		} else if (!strcmp(o, "input")) {
+			send_input(c, m);
+		} else if (ps_host_send(c->h, "{\"event\":\"error\",\"message\":\"busy: a cell is "
+					      "running (only interrupt and input now)\"}") < 0) {
+			c->front_gone = true;
+		}
+		cJSON_Delete(m);
+		free(line);
+	}
+	if (eof)
+		c->front_gone = true;
+}
+
+static void on_timer(struct cell *c, uint64_t now)
+{
+	if (now >= c->deadline_us && !c->done && !c->o.timed_out) {
+		c->o.timed_out = true;
+		if (c->pidfd >= 0)
+			kill_cell(c);
+		else	/* no cell to name: the holder never said it forked one */
+			pidfd_signal(c->h->holder_pidfd, SIGKILL);
+	}
+	if (c->interrupted && !c->int_killed && !c->done && now >= c->int_deadline_us) {
+		c->int_killed = true;
+		kill_cell(c);
+	}
+	if (c->pid > 0 && !c->done && c->r.limits.cpu_ms && now >= c->cpu_check_us) {
+		c->cpu_check_us = now + CPU_POLL_MS * 1000;
+		/* RLIMIT_CPU's SIGXCPU is the cell's limit; this is the backstop for a cell that
+		 * ignores SIGXCPU */
+		if (proc_cpu_ms(c->pid) > c->r.limits.cpu_ms + CPU_GRACE_MS) {
+			c->cpu_killed = true;
+			kill_cell(c);
+		}
+	}
+}
+
+static bool finished(const struct cell *c)
+{
+	if (c->front_gone)
+		return true;
+	if (c->keep)
+		return c->holder_dead;
+	if (c->reaped)
+		return true;
+	/* the holder is gone and cannot reap: nothing more will come */
+	return c->holder_dead && (c->cell_dead || c->pidfd < 0);
+}
+
+static int next_timeout(const struct cell *c)
+{
+	uint64_t now = ps_now_us(), t = c->deadline_us;
+
+	if (c->interrupted && c->int_deadline_us < t)
+		t = c->int_deadline_us;
+	if (c->pid > 0 && c->r.limits.cpu_ms && c->cpu_check_us < t)
+		t = c->cpu_check_us;
+	if (c->done || c->killed)
+		return 50;
+	return t <= now ? 0 : (int)((t - now + 999) / 1000);
+}
+
+static void supervise(struct cell *c)
+{
+	struct host *h = c->h;
+
+	while (!finished(c)) {
+		struct pollfd p[] = {
+			{ .fd = FRONT_FD, .events = POLLIN },
+			{ .fd = h->hp.f.out, .events = POLLIN },
+			{ .fd = h->hp.f.err, .events = POLLIN },
+			{ .fd = h->hp.f.status, .events = POLLIN },
+			{ .fd = h->hp.f.report, .events = POLLIN },
+			{ .fd = c->cell_dead ? -1 : c->pidfd, .events = POLLIN },
+			{ .fd = c->holder_dead ? -1 : h->holder_pidfd, .events = POLLIN },
+		};
+		int n = poll(p, PS_ARRAY_LEN(p), next_timeout(c));
+
+		if (n < 0 && errno != EINTR)
+			break;
+		on_timer(c, ps_now_us());
+		if (n <= 0)
+			continue;
+		/* output and reports before the records that end the cell */
+		if (p[1].revents)
+			read_output(c, p[1].fd, false);
+		if (p[2].revents)
+			read_output(c, p[2].fd, true);
+		if (p[4].revents)
+			read_report(c, p[4].fd);
+		if (p[3].revents)
+			read_status(c);
+		if (p[0].revents)
+			front_lines(c);
+		if (p[5].revents)
+			c->cell_dead = true;
+		if (p[6].revents)
+			c->holder_dead = true;
+	}
+	c->o.wall_us = ps_now_us() - c->start_us;
+	if (!c->o.run_us && c->o.wall_us > c->o.setup_us)
+		c->o.run_us = c->o.wall_us - c->o.setup_us;
+}
+
+static cJSON *report_of(const struct cell *c)
+{
+	const struct ps_capture *r = &c->o.report;
+	size_t tl = strlen(c->h->token);
+	const char *last = NULL, *p = r->buf;
+
+	while (p && (p = memmem(p, r->len - (size_t)(p - r->buf), c->h->token, tl))) {
+		last = p;
+		p += tl;
+	}
+	if (!last)
+		return NULL;
+	last += tl;
+	return cJSON_ParseWithLength(last, r->len - (size_t)(last - r->buf));
+}
+
+static const char *rollback_reason(const struct cell *c, const char *status, char *buf,
+				   size_t len)
+{
+	const struct ps_limits *l = &c->r.limits;
+
+	if (c->q->kind == PS_SCMD_QUERY)
+		return "a query's fork is always discarded";
+	if (c->o.host_error[0])
+		snprintf(buf, len, "internal_error: %s", c->o.host_error);
+	else
+	if (c->int_killed)
+		snprintf(buf, len, "interrupt: the cell was still running %llu ms after SIGINT and "
+			 "was killed", (unsigned long long)c->h->grace_ms);
+	else if (c->cpu_killed || !strcmp(status, "cpu_limit"))
+		snprintf(buf, len, "cpu_limit: the cell used its %llu ms of CPU",
+			 (unsigned long long)l->cpu_ms);
+	else if (!strcmp(status, "timeout"))
+		snprintf(buf, len, "timeout: the cell ran past its wall clock of %llu ms and was killed",
+			 (unsigned long long)l->wall_ms);
+	else if (!strcmp(status, "memory_limit"))
+		snprintf(buf, len, "memory_limit: the cell ran out of the session's %llu bytes",
+			 (unsigned long long)l->memory_bytes);
+	else if (!strcmp(status, "output_limit"))
+		snprintf(buf, len, "output_limit: the cell wrote more than %llu bytes and was killed",
+			 (unsigned long long)l->output_bytes);
+	else if (!strcmp(status, "denied"))
+		snprintf(buf, len, "denied: a sandbox layer killed the cell%s%s",
+			 c->o.have_syscall ? " at " : "",
+			 c->o.have_syscall ? ps_syscall_name_arch(c->o.syscall_nr, c->o.syscall_arch)
+					   : "");
+	else if (WIFSIGNALED(c->o.wait_status))
+		snprintf(buf, len, "signal: the cell died by SIG%s",
+			 sigabbrev_np(WTERMSIG(c->o.wait_status)) ?: "?");
+	else
+		snprintf(buf, len, "%s: the cell ended without its report", status);
+	return buf;
+}
+
+/* The verdict line: the run's verdict plus the session's fields. */
+static int send_verdict(struct cell *c)
+{
+	struct host *h = c->h;
+	char *v = ps_verdict_render(&h->p, &c->r, &c->o, false);
+	cJSON *j = v ? cJSON_Parse(v) : NULL, *rep = report_of(c), *m;
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
+	char why[700];
+	const char *state = "kept", *reason = NULL;
+	char *line;
+	int ret;
+
+	free(v);
+	if (!j)
+		return ps_host_send(h, "{\"event\":\"error\",\"message\":\"verdict: out of memory\"}");
+	if (c->keep && h->lost[0]) {
+		state = "lost";
+		reason = h->lost;
+	} else if (!c->keep && (c->reaped || !c->holder_dead)) {
+		state = "rolled_back";
+		reason = rollback_reason(c, cJSON_IsString(st) ? st->valuestring : "", why,
+					 sizeof(why));
+		h->rolled_back++;
+	} else if (!c->keep) {
+		state = "lost";
+		snprintf(why, sizeof(why), "the holder died while the cell ran (killed from inside "
+			 "the session?): no state to roll back to; the next cell starts afresh");
+		reason = why;
+	}
+	cJSON_AddNumberToObject(j, "execution_count", (double)h->count);
+	cJSON_AddStringToObject(j, "state", state);
+	if (reason)
+		cJSON_AddStringToObject(j, "state_reason", reason);
+	else
+		cJSON_AddNullToObject(j, "state_reason");
+	cJSON *res = cJSON_GetObjectItemCaseSensitive(rep, "result");
+	cJSON *disp = cJSON_GetObjectItemCaseSensitive(rep, "display");
+	cJSON_AddItemToObject(j, "result", c->done && cJSON_IsObject(res) ?
+						   cJSON_Duplicate(res, true) : cJSON_CreateNull());
+	cJSON_AddItemToObject(j, "display", c->done && cJSON_IsArray(disp) ?
+						    cJSON_Duplicate(disp, true) : cJSON_CreateArray());
+	m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "event", "verdict");
+	cJSON_AddItemToObject(m, "verdict", j);
+	if (ps_host_session_over(h, ps_now_us()))	/* the front learns it with the verdict */
+		cJSON_AddStringToObject(m, "session_ended", h->ended);
+	line = cJSON_PrintUnformatted(m);
+	cJSON_Delete(m);
+	cJSON_Delete(rep);
+	ret = line ? ps_host_send(h, line) : -1;
+	free(line);
+	return ret;
+}
+
+static int send_query(struct cell *c)
+{
+	cJSON *rep = c->done ? report_of(c) : NULL, *m = cJSON_CreateObject();
+	char *line;
+	int ret;
+
+	cJSON_AddStringToObject(m, "event", "query");
+	if (rep) {
+		cJSON_AddItemToObject(m, "result", rep);
+	} else {
+		cJSON_AddNullToObject(m, "result");
+		cJSON_AddStringToObject(m, "error", c->o.timed_out ? "the query timed out"
+								   : "the query's fork died");
+	}
+	line = cJSON_PrintUnformatted(m);
+	cJSON_Delete(m);
+	ret = line ? ps_host_send(c->h, line) : -1;
+	free(line);
+	return ret;
+}
+
+static int send_command(struct cell *c)
+{
+	struct ps_scmd q = { .magic = PS_SCMD_MAGIC, .kind = (uint32_t)c->q->kind,
+			     .len = c->q->len, .count = c->h->count,
+			     .cpu_ms = c->r.limits.cpu_ms, .cursor = c->q->cursor };
+
+	if (c->q->query)
+		snprintf(q.query, sizeof(q.query), "%s", c->q->query);
+	if (ps_write_all(c->h->hp.f.in, &q, sizeof(q)) < 0 ||
+	    ps_write_all(c->h->hp.f.in, c->q->code, c->q->len) < 0) {
+		c->holder_dead = true;
+		return -1;
+	}
+	return 0;
+}
+
+/* After the cell: the holder is the cell if kept; reap whatever of ours has ended. */
+static void settle(struct cell *c)
+{
+	struct host *h = c->h;
+
+	if (c->keep) {
+		if (h->holder_pidfd >= 0)
+			close(h->holder_pidfd);
+		h->holder = c->pid;
+		h->holder_pidfd = c->pidfd;
+		c->pidfd = -1;
+		h->lost[0] = '\0';
+	} else if (c->holder_dead) {
+		snprintf(h->lost, sizeof(h->lost), "the holder died (from inside the session?) "
+			 "after cell %llu: this cell ran on a fresh state",
+			 (unsigned long long)h->count);
+		h->holder_up = false;
+	}
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
+{
+	struct cell c;
+	int ret;
+
+	memset(&c, 0, sizeof(c));
+	c.h = h;
+	c.q = q;
+	c.pidfd = -1;
+	c.r.code = q->code;
+	c.r.code_len = q->len;
+	c.r.limits = q->kind == PS_SCMD_EXEC ? q->limits : h->cell;
+	if (q->kind == PS_SCMD_QUERY && (!c.r.limits.wall_ms || c.r.limits.wall_ms > QUERY_WALL_MS))
+		c.r.limits.wall_ms = QUERY_WALL_MS;
+	if (q->kind == PS_SCMD_EXEC)
+		h->count++;
+	memcpy(c.o.report_token, h->token, sizeof(c.o.report_token));
+	c.o.have_held = true;
+	c.o.held = h->held;
+	c.start_us = ps_now_us();
+	c.deadline_us = c.start_us + c.r.limits.wall_ms * 1000;
+	c.cpu_check_us = c.start_us + CPU_POLL_MS * 1000;
+	if (send_command(&c) == 0)
+		supervise(&c);
+	if (c.front_gone) {
+		kill_cell(&c);
+		ps_outcome_free(&c.o);
+		if (c.pidfd >= 0)
+			close(c.pidfd);
+		return -1;
+	}
+	if (!c.done && !c.reaped && !c.o.host_error[0])
+		snprintf(c.o.host_error, sizeof(c.o.host_error),
+			 "the session's holder died before the cell ended");
+	if (q->kind == PS_SCMD_EXEC) {
+		h->cells++;
+		h->cpu_us += (uint64_t)(c.o.ru.ru_utime.tv_sec + c.o.ru.ru_stime.tv_sec) * 1000000 +
+			     (uint64_t)(c.o.ru.ru_utime.tv_usec + c.o.ru.ru_stime.tv_usec);
+	}
+	ret = q->kind == PS_SCMD_EXEC ? send_verdict(&c) : send_query(&c);
+	settle(&c);
+	ps_outcome_free(&c.o);
+	return ret;
+}

@@ -1,0 +1,69 @@
+/* Internal to the session host (host.c: the process, its holder and the front's requests;
+ * host_cell.c: one cell from command to verdict). */
+#ifndef PS_SESSION_HOST_INT_H
+#define PS_SESSION_HOST_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "policy/policy.h"
+#include "run/worker.h"
+#include "session_int.h"
+
+enum { FRONT_FD = 3 };
+
+struct host {
+	struct ps_policy p;
+	struct ps_worker w;
+	struct ps_limits cell;		/* the cells' default limits */
+	struct ps_session_limits sl;
+	uint32_t layers_off;
+	unsigned slot;
+	int slot_lock;			/* flock'd file that reserves our uid, or -1 */
+	uint64_t grace_ms;		/* interrupt -> kill */
+
+	/* the holder: the channels of the worker first forked (every later holder and cell
+	 * inherits them), the current holder's pid (ours) and pidfd, its process group */
+	struct ps_worker_proc hp;
+	struct ps_outcome ho;
+	bool holder_up;
+	pid_t holder;
+	int holder_pidfd;
+	pid_t group;
+	struct ps_held held;
+	char token[40];
+
+	uint64_t count;			/* execution_count of the last cell */
+	uint64_t cells, cpu_us, start_us, idle_since_us;
+	uint64_t rolled_back;
+	char lost[256];			/* the holder died between cells: said by the next verdict */
+	char ended[600];		/* the session ended: why */
+
+	char *in;			/* the front's bytes not yet a whole line */
+	size_t in_len, in_cap;
+};
+
+/* host.c */
+int ps_host_send(struct host *h, const char *line);	/* one JSON line to the front */
+int ps_host_spawn_holder(struct host *h, char *err, size_t errlen);
+/* Has a session limit been hit (h->ended says which)? */
+bool ps_host_session_over(struct host *h, uint64_t now_us);
+void ps_host_kill_holder(struct host *h);
+/* A line from the front while a cell runs (interrupt, input): handled by host_cell.c's
+ * callback; returns true when taken. */
+char *ps_host_next_line(struct host *h, bool *eof);	/* NULL: nothing whole yet */
+
+/* host_cell.c: run one cell or query; the verdict (or query answer) line is sent to the
+ * front. kind PS_SCMD_EXEC or PS_SCMD_QUERY. 0, or -1 when the front went away. */
+struct ps_cell_req {
+	int kind;
+	const char *code;
+	size_t len;
+	struct ps_limits limits;	/* EXEC */
+	const char *query;		/* QUERY */
+	size_t cursor;
+};
+int ps_host_run_cell(struct host *h, const struct ps_cell_req *q);
+
+#endif

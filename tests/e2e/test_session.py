@@ -1,0 +1,305 @@
+"""`pysnip session`: cells over a kept state (DESIGN.md section 6). A cell that ends or raises
+is kept; a cell that dies is rolled back, and the next cell proves the state is exactly the
+one before it (a mutation made by the dead cell is gone, a name it bound is absent)."""
+import json
+import os
+import time
+
+import pytest
+
+from conftest import needs_rlimit_as
+from sessionkit import PRIVATE_UIDS, Session, procs_of_uid, value
+
+# The state every rollback test starts from, and the mutation each fatal cell makes first.
+SETUP = "keep = [1, 2]\ncount = 10\n"
+MUTATE = "keep.append(3)\ncount += 1\ndead = 'set by the dead cell'\n"
+PROBE = "(keep, count, 'dead' in globals())"
+
+
+def assert_untouched(s):
+    assert value(s, PROBE) == "([1, 2], 10, False)"
+
+
+def rollback(s, fatal, limits=None, timeout=60):
+    """Run SETUP, then MUTATE + fatal; return the fatal cell's verdict after proving the
+    state is the one before it."""
+    v = s.run(SETUP)
+    assert v["status"] == "ok" and v["state"] == "kept", v
+    v = s.run(MUTATE + fatal, limits, timeout)
+    assert v["state"] == "rolled_back", v
+    assert v["state_reason"], v
+    assert_untouched(s)
+    return v
+
+
+# --- the state is kept ---
+
+def test_state_kept_across_cells():
+    with Session() as s:
+        v = s.run("x = 41")
+        assert v["status"] == "ok" and v["state"] == "kept"
+        assert v["result"] is None  # a statement has no result
+        v = s.run("x += 1; x")
+        assert v["status"] == "ok" and v["state"] == "kept"
+        assert v["result"]["data"]["text/plain"] == "42"
+        assert v["execution_count"] == 2
+
+
+def test_function_and_import_used_in_next_cell():
+    with Session() as s:
+        assert s.run("import math\ndef area(r):\n    return math.pi * r * r\n")["status"] == "ok"
+        assert value(s, "round(area(2), 4)") == "12.5664"
+        assert value(s, "math.sqrt(16)") == "4.0"
+
+
+def test_exception_keeps_what_ran_before_it():
+    with Session() as s:
+        v = s.run("a = 1\nraise ValueError('boom')\nb = 2")
+        assert v["status"] == "exception" and v["state"] == "kept"
+        assert v["exception"]["type"] == "ValueError"
+        assert v["exception"]["traceback"][-1]["line"] == 2
+        assert value(s, "(a, 'b' in globals())") == "(1, False)"
+
+
+def test_result_bundle_has_rich_reprs():
+    with Session() as s:
+        v = s.run("class H:\n    def _repr_html_(self):\n        return '<b>hi</b>'\n"
+                  "    def __repr__(self):\n        return 'H()'\nH()")
+        assert v["result"]["data"] == {"text/plain": "H()", "text/html": "<b>hi</b>"}
+        v = s.run("display(1, 'two')\nNone")
+        assert [d["data"]["text/plain"] for d in v["display"]] == ["1", "'two'"]
+        assert v["result"] is None
+
+
+def test_stdout_streams_while_the_cell_runs():
+    with Session() as s:
+        cid = s.start("import time\nprint('first', flush=True)\ntime.sleep(1.5)\nprint('second')")
+        t0 = time.monotonic()
+        ev = s.next_event(30)
+        first_at = time.monotonic() - t0
+        assert ev == {"id": cid, "event": "stdout", "text": "first\n"}
+        verdict, events = s.wait(cid)
+        assert first_at < 1.2, "first chunk came only after %.2f s" % first_at
+        assert verdict["stdout"] == "first\nsecond\n"
+        assert events == [{"id": cid, "event": "stdout", "text": "second\n"}]
+
+
+# --- rollback: each fatal cell, then proof of the old state ---
+
+def test_rollback_after_wall_timeout():
+    with Session() as s:
+        v = rollback(s, "while True:\n    pass\n", limits={"wall": "1s"})
+        assert v["status"] == "timeout"
+        assert 1000 <= v["usage"]["wall_ms"] < 3000, v["usage"]
+
+
+def test_rollback_after_cpu_limit():
+    with Session("--wall", "20s") as s:
+        v = rollback(s, "while True:\n    pass\n", limits={"cpu": "1s"})
+        assert v["status"] == "cpu_limit", v
+        assert 850 <= v["usage"]["cpu_ms"] < 3500, v["usage"]  # tick accounting: a little under
+
+
+@needs_rlimit_as
+def test_rollback_after_memory_bomb():
+    with Session("--memory", "256M") as s:
+        v = rollback(s, "hog = []\nwhile True:\n    hog.append(bytearray(1 << 20))\n")
+        assert v["status"] == "memory_limit", v
+    # the positive control: the same session memory holds 64 MB kept across cells
+    with Session("--memory", "256M") as s:
+        assert s.run("blob = bytearray(64 << 20)")["state"] == "kept"
+        assert value(s, "len(blob)") == str(64 << 20)
+
+
+def test_rollback_after_seccomp_kill():
+    with Session("--disable-layer", "python") as s:
+        v = rollback(s, "import _socket\n_socket.socket(_socket.AF_INET, _socket.SOCK_RAW, 1)\n")
+        assert v["status"] == "denied"
+        assert v["signal_name"] == "SIGSYS"
+        assert any(d["layer"] == "seccomp" and d["event"] == "socket" for d in v["denials"]), v
+
+
+def test_rollback_after_segfault():
+    with Session("--disable-layer", "python") as s:
+        v = rollback(s, "import ctypes\nctypes.string_at(0)\n")
+        assert v["status"] == "signal" and v["signal_name"] == "SIGSEGV", v
+
+
+def test_rollback_after_sigkill_to_itself():
+    with Session() as s:
+        v = rollback(s, "import os\nos.kill(os.getpid(), 9)\n")
+        assert v["status"] == "signal" and v["signal_name"] == "SIGKILL", v
+
+
+def test_many_rollbacks_in_a_row_then_state_still_kept():
+    with Session() as s:
+        s.run(SETUP)
+        for _ in range(5):
+            v = s.run(MUTATE + "import os\nos.kill(os.getpid(), 9)\n")
+            assert v["state"] == "rolled_back"
+        assert_untouched(s)
+        assert s.run("count += 5")["state"] == "kept"
+        assert value(s, "count") == "15"
+
+
+# --- interrupt ---
+
+def test_interrupt_during_sleep_keeps_the_state():
+    with Session("--wall", "30s") as s:
+        cid = s.start("import time\nbefore = 'kept'\nprint('sleeping', flush=True)\n"
+                      "time.sleep(100)\nafter = 1")
+        ev = s.next_event(30)
+        assert ev["event"] == "stdout"
+        t0 = time.monotonic()
+        s.send({"interrupt": cid})
+        v, _ = s.wait(cid)
+        assert time.monotonic() - t0 < 1.5
+        assert v["status"] == "exception" and v["exception"]["type"] == "KeyboardInterrupt"
+        assert v["state"] == "kept"
+        assert value(s, "(before, 'after' in globals())") == "('kept', False)"
+
+
+def test_interrupt_of_c_loop_that_ignores_it_kills_and_rolls_back():
+    with Session("--wall", "30s") as s:
+        s.run(SETUP)
+        cid = s.start(MUTATE + "import itertools\nprint('spinning', flush=True)\n"
+                      "sum(itertools.repeat(1))\n")
+        assert s.next_event(30)["event"] == "stdout"
+        time.sleep(0.5)  # into sum(), past the last bytecode that would check for SIGINT
+        t0 = time.monotonic()
+        s.send({"interrupt": cid})
+        v, _ = s.wait(cid)
+        took = time.monotonic() - t0
+        assert 1.9 <= took < 4.5, (took, v)  # the 2 s grace, then the kill
+        assert v["state"] == "rolled_back" and v["state_reason"].startswith("interrupt"), v
+        assert_untouched(s)
+
+
+def test_interrupt_of_unknown_id_is_an_error_line():
+    with Session() as s:
+        s.send({"interrupt": 99})
+        ev = s.next_event(30)
+        assert ev["event"] == "error" and ev["field"] == "interrupt" and ev["id"] == 99
+
+
+# --- the protocol ---
+
+@pytest.mark.parametrize("line,field", [
+    ('{"code": "1"}', "id"),
+    ('{"id": 1}', "code"),
+    ('{"id": 1, "code": 5}', "code"),
+    ('{"id": 1, "code": "1", "limits": 3}', "limits"),
+    ('{"id": 1, "code": "1", "limits": {"memory": "1G"}}', "limits"),
+    ('{"id": 1, "code": "1", "limits": {"wall": "1h"}}', "limits"),
+    ('{"id": 1, "code": "1", "limits": {"nope": "1s"}}', "limits"),
+    ('[1, 2', None),
+])
+def test_malformed_lines_get_an_error_and_the_session_carries_on(line, field):
+    with Session() as s:
+        s.run("x = 1")
+        s.send_raw(line)
+        ev = s.next_event(30)
+        assert ev["event"] == "error", ev
+        assert ev.get("field") == field, ev
+        assert ev["message"]
+        assert value(s, "x") == "1"
+
+
+def test_restart_gives_a_fresh_state():
+    with Session() as s:
+        s.run("x = 1")
+        s.send({"restart": True})
+        assert s.next_event(30) == {"event": "restarted"}
+        v = s.run("'x' in globals()")
+        assert v["result"]["data"]["text/plain"] == "False"
+        assert v["execution_count"] == 1
+
+
+def test_session_cell_limit_ends_the_session():
+    with Session("--cells", "2") as s:
+        s.run("a = 1")
+        s.run("a += 1")
+        ev = s.next_event(30)
+        assert ev["event"] == "ended" and "cells" in ev["reason"], ev
+        assert s.close() == 0
+
+
+def test_idle_timeout_ends_the_session():
+    with Session("--idle", "1s") as s:
+        s.run("a = 1")
+        ev = s.next_event(30)
+        assert ev["event"] == "ended" and ev["reason"].startswith("idle"), ev
+
+
+# --- isolation and clean-up ---
+
+KILL_PROBE = ("import os\ntry:\n    os.kill(%d, 0)\n    r = 'reached'\n"
+              "except ProcessLookupError:\n    r = 'no such process'\n"
+              "except PermissionError:\n    r = 'denied'\nr")
+
+
+@pytest.mark.parametrize("ns", ["namespaces on", "namespaces off"])
+def test_two_sessions_cannot_see_signal_or_read_each_other(ns):
+    """python layer off: the kernel's layers alone. Distinct uids; with namespaces, each
+    session's own PID namespace (the other's pids do not exist in it); without, the uid
+    (EPERM). Reading the other's scratch: Landlock and the other uid's 0700."""
+    extra = ["--disable-layer", "python"]
+    if ns == "namespaces off":
+        extra += ["--disable-layer", "namespaces"]
+    with Session(*extra) as a, Session(*extra) as b:
+        ua = eval(value(a, "import os\nos.getuid()"))
+        ub = eval(value(b, "import os\nos.getuid()"))
+        assert ua != ub and 61000 <= ua < 61064 and 61000 <= ub < 61064
+        a_pids = procs_of_uid(ua)  # a's holder, as the host sees it
+        assert a_pids
+        if ns == "namespaces on":
+            links = {os.readlink("/proc/%d/ns/pid" % p) for p in a_pids + procs_of_uid(ub)}
+            assert len(links) == 2, links
+        for pid in a_pids:
+            v = b.run(KILL_PROBE % pid)
+            want = "'no such process'" if ns == "namespaces on" else "'denied'"
+            assert v["result"]["data"]["text/plain"] == want, v
+        # positive control: a session signals its own process (signal 0 to itself)
+        own = eval(value(b, "import os\nos.getpid()"))
+        assert b.run(KILL_PROBE % own)["result"]["data"]["text/plain"] == "'reached'"
+        a.run("open('secret.txt', 'w').write('a')")
+        cwd_a = eval(value(a, "import os\nos.getcwd()"))
+        v = b.run("open(%r).read()" % (cwd_a + "/secret.txt"))
+        assert v["status"] in ("exception", "denied") and v["result"] is None, v
+        assert v["exception"]["type"] in ("PermissionError", "FileNotFoundError"), v
+        assert value(a, "open('secret.txt').read()") == "'a'"
+
+
+def test_fork_bomb_is_bounded_and_leaves_nothing():
+    with Session("--disable-layer", "python") as s:
+        uid = eval(value(s, "import os\nos.getuid()"))
+        v = s.run("import os\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
+                  "            import time\n            time.sleep(30)\n            os._exit(0)\n"
+                  "        n += 1\nexcept OSError as e:\n    err = e.errno\n(n, err)",
+                  limits={"wall": "4s"})
+        n, err = eval(v["result"]["data"]["text/plain"])
+        assert err == 11  # EAGAIN: RLIMIT_NPROC on the session's uid
+        # the policy's processes (1) + the holder and the cell: one fork got through
+        assert n <= 1, n
+        assert len(procs_of_uid(uid)) <= 3
+        s.close()
+    deadline = time.monotonic() + 5
+    while procs_of_uid(uid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert procs_of_uid(uid) == []
+
+
+def test_ended_session_leaves_no_process_or_scratch():
+    before = set(os.listdir("/tmp"))
+    for _ in range(5):
+        with Session() as s:
+            uid = eval(value(s, "import os\nos.getuid()"))
+            s.run("open('f', 'w').write('x' * 1000)")
+            s.run("import os\nos.kill(os.getpid(), 9)")
+            assert s.close() == 0
+        deadline = time.monotonic() + 5
+        while procs_of_uid(uid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert procs_of_uid(uid) == []
+    left = [n for n in set(os.listdir("/tmp")) - before if n.startswith("pysnip-run-")]
+    assert left == []
