@@ -156,9 +156,10 @@ asan: export PYSNIP_SANITIZER = 1
 asan: export ASAN_OPTIONS = detect_leaks=0:abort_on_error=0
 asan: export UBSAN_OPTIONS = print_stacktrace=1
 
-bench: $(BIN) $(SERVE_BIN)
+bench: $(BIN) $(SERVE_BIN) $(KERNEL_BIN)
 	$(PY) tests/bench/bench.py --pysnip $(abspath $(BIN))
 	$(PY) tests/bench/bench_serve.py --pysnip $(abspath $(BIN))
+	$(PY) tests/bench/bench_kernel.py --pysnip $(abspath $(BIN))
 
 deps:
 	./tools/install-deps

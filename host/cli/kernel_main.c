@@ -2,6 +2,8 @@
  * its own so that the one-shot `pysnip` never loads libzmq or libcrypto; `pysnip kernel` execs
  * this. */
 #include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,9 @@
 struct kopts {
 	struct ps_kernel_opts run;
 	struct ps_kernelspec_opts spec;
+	const char *limit_args[9];	/* install: "--wall", "2s", ..., NULL */
+	size_t nlimit;
+	const char *opt;		/* the option being parsed, for its setter */
 	bool help;
 };
 
@@ -30,6 +35,52 @@ static int set_layer_off(struct kopts *o, const char *v)
 	return 0;
 }
 
+/* A limit is checked here, so that a bad one is the command line's error (exit 1). */
+static int limit_ok(const char *opt, const char *v)
+{
+	char err[128];
+	uint64_t n;
+	int rc = !strcmp(opt, "--wall") || !strcmp(opt, "--cpu") ?
+			 ps_parse_duration_ms(v, &n, err, sizeof(err)) :
+			 ps_parse_size(v, &n, err, sizeof(err));
+
+	if (rc < 0)
+		ps_err("kernel: %s %s: %s", opt, v, err);
+	return rc;
+}
+
+static int set_run_limit(struct kopts *o, const char *v)
+{
+	static const struct { const char *opt; size_t off; } to[] = {
+		{ "--wall", offsetof(struct kopts, run.wall) },
+		{ "--cpu", offsetof(struct kopts, run.cpu) },
+		{ "--memory", offsetof(struct kopts, run.memory) },
+		{ "--output", offsetof(struct kopts, run.output) },
+	};
+
+	if (limit_ok(o->opt, v) < 0)
+		return -1;
+	for (size_t i = 0; i < PS_ARRAY_LEN(to); i++)
+		if (!strcmp(to[i].opt, o->opt))
+			*(const char **)((char *)o + to[i].off) = v;
+	return 0;
+}
+
+static int add_limit(struct kopts *o, const char *v)
+{
+	if (limit_ok(o->opt, v) < 0)
+		return -1;
+	for (size_t i = 0; i < o->nlimit; i += 2)
+		if (!strcmp(o->limit_args[i], o->opt)) {
+			o->limit_args[i + 1] = v;	/* the last one given wins */
+			return 0;
+		}
+	o->limit_args[o->nlimit++] = o->opt;
+	o->limit_args[o->nlimit++] = v;
+	o->spec.limit_args = o->limit_args;
+	return 0;
+}
+
 static const struct option {
 	const char *name;
 	bool install;		/* an option of `kernel install` (else of `kernel`) */
@@ -44,6 +95,18 @@ static const struct option {
 	  "P  the cells' policy (NAME or PATH; default notebook)" },
 	{ "--disable-layer", false, ARG_STR, 0, set_layer_off,
 	  "L  switch one layer off (for tests; repeatable)" },
+	{ "--wall", false, ARG_STR, 0, set_run_limit,
+	  "T  each cell's wall-clock limit (\"10s\"; default the policy's)" },
+	{ "--cpu", false, ARG_STR, 0, set_run_limit,
+	  "T  each cell's CPU-time limit" },
+	{ "--memory", false, ARG_STR, 0, set_run_limit,
+	  "SIZE  the session's memory limit (\"512M\")" },
+	{ "--output", false, ARG_STR, 0, set_run_limit,
+	  "SIZE  each cell's output limit" },
+	{ "--wall", true, ARG_STR, 0, add_limit, "T  written into the kernelspec's argv" },
+	{ "--cpu", true, ARG_STR, 0, add_limit, "T  written into the kernelspec's argv" },
+	{ "--memory", true, ARG_STR, 0, add_limit, "SIZE  written into the kernelspec's argv" },
+	{ "--output", true, ARG_STR, 0, add_limit, "SIZE  written into the kernelspec's argv" },
 	{ "--user", true, ARG_NONE, offsetof(struct kopts, spec.user), NULL,
 	  "  install in the user's Jupyter data directory" },
 	{ "--prefix", true, ARG_STR, offsetof(struct kopts, spec.dir), NULL,
@@ -88,6 +151,7 @@ static int parse(int argc, char **argv, bool install, struct kopts *o)
 			ps_err("kernel: %s needs a value", op->name);
 			return -1;
 		}
+		o->opt = op->name;
 		if (op->set ? op->set(o, argv[i]) < 0 : 0)
 			return -1;
 		if (!op->set)

@@ -112,6 +112,7 @@ static void shutdown(struct ps_kchan *ch, const struct ps_kmsg *m)
 		ps_kchan_publish(ch, &m->header, "shutdown_reply", text);
 	cJSON_free(text);
 	ps_kchan_reply(ch, m, "shutdown_reply", c);
+	ps_kernel_interrupt(ch->k);	/* a running cell ends (killed after the grace period) */
 	ps_kernel_stop(ch->k);
 }
 
@@ -119,6 +120,16 @@ static void interrupt(struct ps_kchan *ch, const struct ps_kmsg *m)
 {
 	ps_kernel_interrupt(ch->k);
 	ps_kchan_reply(ch, m, "interrupt_reply", ok_content());
+}
+
+/* A cell queued behind one that failed with stop_on_error (ipykernel's abort). */
+static void aborted(struct ps_kchan *ch, const struct ps_kmsg *m)
+{
+	cJSON *c = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(c, "status", "aborted");
+	cJSON_AddNumberToObject(c, "execution_count", ch->k->execution_count);
+	ps_kchan_reply(ch, m, "execute_reply", c);
 }
 
 static const struct handler {
@@ -153,6 +164,8 @@ void ps_kernel_dispatch(struct ps_kchan *ch, struct ps_kmsg *m)
 		ps_klog("%s: unknown msg_type '%.64s': no reply", ch->name, m->msg_type);
 	else if (!(h->where & where))
 		ps_klog("%s: %s is not served on this channel: no reply", ch->name, h->type);
+	else if (ch->k->aborting && h->run == ps_kh_execute)
+		aborted(ch, m);
 	else
 		h->run(ch, m);
 	ps_kchan_status(ch, &m->header, "idle");

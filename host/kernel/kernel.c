@@ -150,8 +150,10 @@ static void serve_channel(struct ps_kchan *ch, struct ps_krecv **store)
 			ps_kmsg_free(&m);
 		}
 		if (atomic_load(&ch->k->stopping))
-			break;
+			return;
 	}
+	if (rc == -3 && ch == &ch->k->shell)
+		ch->k->aborting = false;	/* the queue behind a failed cell is drained */
 }
 
 static void *control_main(void *arg)
@@ -261,7 +263,7 @@ int ps_kernel_run(const struct ps_kernel_opts *o)
 
 	if (ps_kconn_load(o->connection_file, &k.conn) < 0)
 		return PS_EXIT_USAGE;
-	rc = ps_kernel_engine_start(&k);	/* before any thread: the holder forks from us */
+	rc = ps_kernel_engine_start(&k);	/* in the background, while the sockets come up */
 	if (rc != PS_EXIT_OK)
 		goto out;
 	rc = setup(&k);
@@ -278,13 +280,13 @@ int ps_kernel_run(const struct ps_kernel_opts *o)
 	shell_loop(&k);
 out:
 	atomic_store(&k.stopping, true);
-	ps_kernel_engine_stop(&k);
 	if (k.ctx)
 		zmq_ctx_shutdown(k.ctx);	/* every blocked call returns ETERM */
 	if (hb_up)
 		pthread_join(hb, NULL);
 	if (control_up)
 		pthread_join(control, NULL);
+	ps_kernel_engine_stop(&k);	/* no thread left to interrupt it */
 	close_sockets(&k);
 	if (k.ctx)
 		zmq_ctx_term(k.ctx);	/* after the lingering replies have gone */

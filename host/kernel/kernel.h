@@ -10,6 +10,8 @@ struct ps_kernel_opts {
 	const char *connection_file;	/* -f */
 	const char *policy;		/* --policy NAME|PATH, "notebook" when NULL */
 	uint32_t layers_off;		/* --disable-layer, 1 << enum ps_layer */
+	/* --wall/--cpu/--memory/--output: each cell's limits (human units), NULL: the policy's */
+	const char *wall, *cpu, *memory, *output;
 };
 
 /* Serve until a shutdown_request (or SIGTERM). Returns pysnip's exit status: 0 after a
@@ -21,6 +23,7 @@ struct ps_kernelspec_opts {
 	int user;		/* --user */
 	const char *name;	/* --name, "pysnip" when NULL */
 	const char *policy;	/* --policy, written into argv when given */
+	const char *const *limit_args;	/* "--wall", "2s", ... written into argv, NULL-ended */
 	const char *exe;	/* the `pysnip` to run (absolute) */
 };
 

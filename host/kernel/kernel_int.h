@@ -45,8 +45,10 @@ struct ps_kernel {
 	struct ps_kchan shell, control;
 	char session[33];		/* this kernel's session id, hex */
 	atomic_bool stopping;
+	atomic_bool interrupted;	/* since the running cell began */
 	int execution_count;
-	struct ps_session *sess;	/* the session engine's handle (NULL until started) */
+	bool aborting;			/* after an error with stop_on_error: queued cells abort */
+	struct ps_kengine *engine;	/* the session behind the cells (engine.c) */
 };
 
 /* Send a message on ch's socket to ids (a reply), or on iopub (ids NULL) with the topic
@@ -82,10 +84,21 @@ void ps_kernel_wake_shell(struct ps_kernel *k);
 int ps_kernel_engine_start(struct ps_kernel *k);
 void ps_kernel_engine_stop(struct ps_kernel *k);
 void ps_kernel_interrupt(struct ps_kernel *k);
+/* The session, once started (shell thread only: waits for the start). NULL with why. */
+struct ps_session;
+struct ps_session *ps_kernel_session(struct ps_kernel *k, const char **why);
 
 /* The requests that need the engine (engine.c); each sends its reply. */
 typedef void ps_khandler(struct ps_kchan *ch, const struct ps_kmsg *m);
 ps_khandler ps_kh_execute, ps_kh_complete, ps_kh_inspect, ps_kh_is_complete;
+
+/* Text for a JSON string from output chunks cut anywhere: a character cut at a chunk's end is
+ * kept for the next (unless final), invalid bytes and NUL become U+FFFD. malloc'd, or NULL. */
+struct ps_kutf8 {
+	unsigned char carry[4];
+	size_t carry_len;
+};
+char *ps_kutf8_take(struct ps_kutf8 *u, const char *data, size_t len, bool final);
 
 /* Log a line on stderr, "pysnip-kernel: ..." */
 void ps_klog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

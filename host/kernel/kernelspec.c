@@ -71,6 +71,8 @@ static cJSON *spec_json(const struct ps_kernelspec_opts *o)
 		cJSON_AddItemToArray(argv, cJSON_CreateString("--policy"));
 		cJSON_AddItemToArray(argv, cJSON_CreateString(o->policy));
 	}
+	for (const char *const *a = o->limit_args; a && *a; a++)
+		cJSON_AddItemToArray(argv, cJSON_CreateString(*a));
 	snprintf(display, sizeof(display), "Python 3 (pysnip sandbox%s%s)", o->policy ? ", " : "",
 		 o->policy ? o->policy : "");
 	cJSON_AddItemToObject(j, "argv", argv);

@@ -336,3 +336,232 @@ def test_restart_gives_a_fresh_kernel(kernel_log):
         assert km.provisioner.process.pid != pid
         kc.wait_for_ready(timeout=30)
         still_serving(kc)
+
+
+# ------------------------------------------------------------------ cells
+
+def execute(kc, code, timeout=60, metadata=None, **content):
+    """Send an execute_request; returns (reply, [iopub messages up to idle])."""
+    body = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True}
+    body.update(content)
+    msg = kc.session.msg("execute_request", body, metadata=metadata or {})
+    kc.shell_channel.send(msg)
+    msg_id = msg["header"]["msg_id"]
+    while True:
+        reply = kc.get_shell_msg(timeout=timeout)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            break
+    return reply, iopub_until_idle(kc, msg_id, timeout)
+
+
+def outputs(msgs, kind):
+    return [m["content"] for m in msgs if m["msg_type"] == kind]
+
+
+def result_text(msgs):
+    res = outputs(msgs, "execute_result")
+    assert len(res) == 1, msgs
+    return res[0]["data"]["text/plain"]
+
+
+def test_execute_iopub_order_and_reply_before_idle(kernel):
+    km, kc = kernel
+    reply, msgs = execute(kc, "print('out')\nimport sys\nprint('err', file=sys.stderr)\n40 + 2")
+    assert reply["content"]["status"] == "ok"
+    kinds = [m["msg_type"] for m in msgs]
+    assert kinds[0] == "status" and msgs[0]["content"]["execution_state"] == "busy"
+    assert kinds[1] == "execute_input" and kinds[-1] == "status"
+    assert kinds.index("execute_result") > max(i for i, k in enumerate(kinds) if k == "stream")
+    streams = {s["name"]: s["text"] for s in outputs(msgs, "stream")}
+    assert streams == {"stdout": "out\n", "stderr": "err\n"}
+    assert result_text(msgs) == "42"
+    ec = reply["content"]["execution_count"]
+    assert outputs(msgs, "execute_input")[0]["execution_count"] == ec
+    assert outputs(msgs, "execute_result")[0]["execution_count"] == ec
+    assert reply["header"]["date"] <= msgs[-1]["header"]["date"]	# the reply before idle
+
+
+def test_state_persists_and_count_grows(kernel):
+    km, kc = kernel
+    r1, _ = execute(kc, "kept_value = 41")
+    r2, msgs = execute(kc, "kept_value + 1")
+    assert result_text(msgs) == "42"
+    assert r2["content"]["execution_count"] == r1["content"]["execution_count"] + 1
+
+
+def test_exception_keeps_effects_before_it(kernel):
+    km, kc = kernel
+    reply, msgs = execute(kc, "before_error = 5\nraise ValueError('bad value')")
+    c = reply["content"]
+    assert c["status"] == "error" and c["ename"] == "ValueError" and c["evalue"] == "bad value"
+    err = outputs(msgs, "error")
+    assert len(err) == 1 and err[0]["ename"] == "ValueError"
+    assert "ValueError: bad value" in "\n".join(err[0]["traceback"])
+    _, msgs = execute(kc, "before_error")
+    assert result_text(msgs) == "5"
+
+
+def test_timeout_rolls_back_state(kernel):
+    km, kc = kernel
+    execute(kc, "counter = 1")
+    t0 = time.monotonic()
+    reply, msgs = execute(kc, "counter = 2\nwhile True: pass",
+                          metadata={"pysnip": {"limits": {"wall": "1s"}}})
+    took = time.monotonic() - t0
+    c = reply["content"]
+    assert c["status"] == "error" and c["ename"] == "TimeLimit", c
+    assert "rolled back" in c["evalue"]
+    assert 0.9 < took < 10, took
+    assert outputs(msgs, "error")[0]["ename"] == "TimeLimit"
+    _, msgs = execute(kc, "counter")
+    assert result_text(msgs) == "1"	# the dead cell's assignment is gone
+    assert km.is_alive()
+
+
+def test_request_limits_cannot_loosen(kernel):
+    km, kc = kernel
+    reply, msgs = execute(kc, "1", metadata={"pysnip": {"limits": {"wall": "10h"}}})
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "LimitsError", reply["content"]
+
+
+def test_memory_limit_named_and_state_intact(kernel):
+    km, kc = kernel
+    execute(kc, "small = [1, 2, 3]")
+    reply, msgs = execute(kc, "small.append(4)\nhuge = bytearray(64 * 1024**3)")
+    assert reply["content"]["ename"] == "MemoryLimit", reply["content"]
+    _, msgs = execute(kc, "small")
+    assert result_text(msgs) in ("[1, 2, 3]", "[1, 2, 3, 4]")
+    assert km.is_alive()
+
+
+def test_stop_on_error_aborts_queued_cells(kernel):
+    km, kc = kernel
+    first = kc.execute("raise RuntimeError('first')")
+    second = kc.execute("never_ran = 1")
+    replies = {}
+    while len(replies) < 2:
+        r = kc.get_shell_msg(timeout=30)
+        replies[r["parent_header"]["msg_id"]] = r["content"]
+    assert replies[first]["status"] == "error"
+    assert replies[second]["status"] == "aborted"
+    reply, msgs = execute(kc, "'never_ran' in globals()")
+    assert result_text(msgs) == "False"
+
+
+def test_silent_cell_publishes_nothing(kernel):
+    km, kc = kernel
+    reply, msgs = execute(kc, "print('hidden'); 7", silent=True)
+    assert reply["content"]["status"] == "ok"
+    assert [m["msg_type"] for m in msgs] == ["status", "status"]
+
+
+@pytest.mark.xfail(strict=True, reason="the session engine answers 'verdict: out of memory' "
+                   "for a cell whose output is not UTF-8 (host/session/, not the kernel)")
+def test_stream_text_is_valid_utf8(kernel):
+    km, kc = kernel
+    code = ("import sys\nsys.stdout.buffer.write(b'caf\\xc3')\nsys.stdout.flush()\n"
+            "sys.stdout.buffer.write(b'\\xa9 \\xff end\\n')\n")
+    reply, msgs = execute(kc, code)
+    text = "".join(s["text"] for s in outputs(msgs, "stream"))
+    assert text == "caf\u00e9 \ufffd end\n"
+
+
+def test_input_through_stdin(kernel):
+    km, kc = kernel
+    msg = kc.session.msg("execute_request", {"code": "answer = input('who? ')",
+                                             "silent": False, "allow_stdin": True})
+    kc.shell_channel.send(msg)
+    req = kc.get_stdin_msg(timeout=30)
+    assert req["msg_type"] == "input_request"
+    assert req["content"] == {"prompt": "who? ", "password": False}
+    kc.input("bob")
+    reply = kc.get_shell_msg(timeout=30)
+    assert reply["content"]["status"] == "ok"
+    _, msgs = execute(kc, "answer")
+    assert result_text(msgs) == "'bob'"
+
+
+def test_input_refused_without_allow_stdin(kernel):
+    km, kc = kernel
+    reply, msgs = execute(kc, "input('x')", allow_stdin=False)
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "EOFError"
+    err = "".join(s["text"] for s in outputs(msgs, "stream") if s["name"] == "stderr")
+    assert "allow_stdin is false" in err
+
+
+def test_interrupt_reaches_busy_cell(kernel):
+    km, kc = kernel
+    execute(kc, "before_interrupt = 'kept'")
+    msg_id = kc.execute("import time\nwhile True: time.sleep(0.01)")
+    while True:	# wait until the cell runs
+        m = kc.get_iopub_msg(timeout=30)
+        if m["msg_type"] == "execute_input" and m["parent_header"]["msg_id"] == msg_id:
+            break
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    km.interrupt_kernel()
+    reply = kc.get_shell_msg(timeout=30)
+    assert time.monotonic() - t0 < 5
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    _, msgs = execute(kc, "before_interrupt")
+    assert result_text(msgs) == "'kept'"
+
+
+def test_complete_and_inspect_on_live_state(kernel):
+    km, kc = kernel
+    execute(kc, "my_variable_xyz = 12345")
+    kc.complete("my_variable_x", 13)
+    r = kc.get_shell_msg(timeout=30)["content"]
+    assert r["status"] == "ok" and "my_variable_xyz" in r["matches"]
+    assert r["cursor_end"] == 13
+    kc.inspect("my_variable_xyz", 15)
+    r = kc.get_shell_msg(timeout=30)["content"]
+    assert r["status"] == "ok" and r["found"] is True
+    assert "12345" in r["data"]["text/plain"]
+
+
+def test_complete_runs_in_a_disposable_fork(kernel):
+    """rlcompleter evaluates `obj.attr` to complete after it; a property with a side effect
+    runs in the fork, never in the kept state."""
+    km, kc = kernel
+    execute(kc, "hits = 0\nclass C:\n    @property\n    def p(self):\n        global hits\n"
+                "        hits += 1\n        return 'abc'\nc = C()")
+    kc.complete("c.p.up", 6)
+    r = kc.get_shell_msg(timeout=30)["content"]
+    assert r["status"] == "ok"
+    _, msgs = execute(kc, "hits")
+    assert result_text(msgs) == "0"
+
+
+def test_is_complete(kernel):
+    km, kc = kernel
+    for code, want in [("x = 1", "complete"), ("def f():", "incomplete"),
+                       ("for i in", "invalid")]:
+        kc.is_complete(code)
+        r = kc.get_shell_msg(timeout=30)["content"]
+        assert r["status"] == want, (code, r)
+        if want == "incomplete":
+            assert "indent" in r
+
+
+def test_seccomp_kill_is_named_and_kernel_survives(kernel_log):
+    """With the Python layer off, socket() reaches seccomp, which kills the cell: the error
+    names the syscall, the state is rolled back, the kernel process lives on."""
+    with running_kernel(extra_args=["--disable-layer", "python"]) as (km, kc):
+        pid = km.provisioner.process.pid
+        execute(kc, "alive = 'yes'")
+        # positive control: the same cell without the syscall runs
+        reply, _ = execute(kc, "import socket")
+        assert reply["content"]["status"] == "ok", reply["content"]
+        reply, msgs = execute(kc, "alive = 'no'\nsocket.socket()")
+        c = reply["content"]
+        assert c["ename"] == "SeccompDenied", c
+        assert c["evalue"].startswith("socket"), c
+        assert "rolled back" in c["evalue"]
+        _, msgs = execute(kc, "alive")
+        assert result_text(msgs) == "'yes'"
+        assert km.is_alive() and km.provisioner.process.pid == pid

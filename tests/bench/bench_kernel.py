@@ -1,0 +1,123 @@
+"""pysnip kernel against Debian's ipykernel, both driven by jupyter_client in the same run.
+Not a test: figures are printed, never asserted.
+
+    make bench     (or: /usr/bin/python3 tests/bench/bench_kernel.py --pysnip ./pysnip)
+
+  start   KernelManager.start_kernel() to the first kernel_info reply (client's libzmq
+          reconnect interval, 100 ms, is a floor for both)
+  1+1     execute_interactive round trip, every layer on: p50 and p99
+  numpy   the first `import numpy` cell of a fresh kernel (pysnip: the scientific policy)
+
+Rounds alternate the two kernels so that the machine's noise falls on both alike."""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from jupyter_client import KernelManager
+
+
+def start_once(name):
+    t0 = time.perf_counter()
+    km = KernelManager(kernel_name=name)
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    kc.kernel_info(reply=True, timeout=60)
+    took = (time.perf_counter() - t0) * 1000
+    return km, kc, took
+
+
+def stop(km, kc):
+    kc.stop_channels()
+    km.shutdown_kernel(now=False)
+
+
+def execute_ok(kc, code, timeout=120):
+    r = kc.execute_interactive(code, timeout=timeout, output_hook=lambda m: None)
+    if r["content"]["status"] != "ok":
+        raise SystemExit(f"bench: {code!r} failed: {r['content']}")
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pysnip", default=os.path.join(os.getcwd(), "pysnip"))
+    ap.add_argument("--starts", type=int, default=10)
+    ap.add_argument("--execs", type=int, default=300)
+    ap.add_argument("--imports", type=int, default=3)
+    a = ap.parse_args()
+    kernels = {"pysnip": "pysnip-bench", "ipykernel": "python3"}
+    with tempfile.TemporaryDirectory() as d:
+        def install(name, *extra):
+            return subprocess.run([a.pysnip, "kernel", "install", "--prefix", d, "--name",
+                                   name, *extra], capture_output=True, text=True)
+        p = install("pysnip-bench")
+        if p.returncode != 0:
+            raise SystemExit(p.stderr)
+        sci = install("pysnip-bench-sci", "--policy", "scientific").returncode == 0
+        os.environ["JUPYTER_PATH"] = os.path.join(d, "share", "jupyter")
+
+        starts = {k: [] for k in kernels}
+        for _ in range(a.starts):
+            for k, spec in kernels.items():
+                km, kc, took = start_once(spec)
+                starts[k].append(took)
+                stop(km, kc)
+
+        lat = {k: [] for k in kernels}
+        running = {k: start_once(spec)[:2] for k, spec in kernels.items()}
+        for km, kc in running.values():
+            for _ in range(20):	# warm both
+                execute_ok(kc, "1+1")
+        for _ in range(a.execs):
+            for k, (km, kc) in running.items():
+                t0 = time.perf_counter()
+                execute_ok(kc, "1+1")
+                lat[k].append((time.perf_counter() - t0) * 1000)
+        for km, kc in running.values():
+            stop(km, kc)
+
+        imports = {k: [] for k in kernels}
+        specs = {"pysnip": "pysnip-bench-sci" if sci else None, "ipykernel": "python3"}
+        for _ in range(a.imports):
+            for k, spec in specs.items():
+                if spec is None:
+                    continue
+                km, kc, _ = start_once(spec)
+                execute_ok(kc, "1")	# the session is up: time the import alone
+                t0 = time.perf_counter()
+                execute_ok(kc, "import numpy")
+                imports[k].append((time.perf_counter() - t0) * 1000)
+                stop(km, kc)
+
+    def line(what, p, i, target, unit="ms"):
+        ratio = p / i if i else float("nan")
+        ok = "meets" if ratio <= target else "MISSES"
+        print(f"  {what:<28} pysnip {p:8.2f} {unit}   ipykernel {i:8.2f} {unit}   "
+              f"ratio {ratio:5.2f} (target <= {target}: {ok})")
+
+    print(f"bench_kernel: {a.starts} starts, {a.execs} executes, {a.imports} numpy imports "
+          "per kernel, alternating")
+    line("start to kernel_info (p50)", statistics.median(starts["pysnip"]),
+         statistics.median(starts["ipykernel"]), 0.35)
+    print(f"  {'':<28} (libzmq reconnect floor 100 ms: pysnip is "
+          f"{statistics.median(starts['pysnip']) - 100:+.1f} ms from it)")
+    line("1+1 execute p50", pct(lat["pysnip"], 50), pct(lat["ipykernel"], 50), 0.5)
+    line("1+1 execute p99", pct(lat["pysnip"], 99), pct(lat["ipykernel"], 99), 1.0)
+    if imports["pysnip"]:
+        line("first import numpy (p50)", statistics.median(imports["pysnip"]),
+             statistics.median(imports["ipykernel"]), 0.2)
+    else:
+        print("  first import numpy: skipped, no scientific policy in this tree")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
