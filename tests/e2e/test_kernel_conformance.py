@@ -23,8 +23,8 @@ class PysnipKernelTests(jkt.KernelTests):
     code_stderr = "import sys; print('test', file=sys.stderr)"
     completion_samples = [
         {"text": "zi", "matches": {"zip"}},
-        {"text": "import collections; collections.Ordered",
-         "matches": {"collections.OrderedDict"}},
+        {"text": "str.upp",
+         "matches": {"str.upper"}},
     ]
     complete_code_samples = ["1", "print('hello, world')", "def f(x):\n  return x*2\n\n\n"]
     incomplete_code_samples = ["print('''hello", "def f(x):\n  x*2"]
@@ -34,6 +34,11 @@ class PysnipKernelTests(jkt.KernelTests):
         {"code": "6*7", "result": "42"},
         {"code": "'hello'", "result": "'hello'"},
         {"code": "[1, 2][0]", "result": "1"},
+    ]
+    code_display_data = [
+        {"code": "display(42)", "mime": "text/plain"},
+        {"code": "class H:\n    def _repr_html_(self):\n        return '<b>hi</b>'\ndisplay(H())",
+         "mime": "text/html"},
     ]
     code_inspect_sample = "zip"
 
