@@ -182,7 +182,9 @@ int main(int argc, char **argv)
 			ps_err("kernel install: --user and --prefix together: choose one");
 			return PS_EXIT_USAGE;
 		}
-		snprintf(exe, sizeof(exe), "%s/pysnip", ps_exe_dir());
+		/* what `pysnip kernel` execs, named directly: one exec (of the larger binary)
+		 * less at every kernel start */
+		snprintf(exe, sizeof(exe), "%s/pysnip-kernel", ps_exe_dir());
 		o.spec.exe = exe;
 		return ps_kernelspec_install(&o.spec);
 	}

@@ -221,6 +221,14 @@ static int setup(struct ps_kernel *k)
 {
 	char err[160];
 
+	/* The sockets first, before libcrypto loads its configuration: see ps_kernel_run. */
+	k->ctx = zmq_ctx_new();
+	if (!k->ctx) {
+		ps_err("zmq_ctx_new: %s", zmq_strerror(errno));
+		return PS_EXIT_INTERNAL;
+	}
+	if (open_sockets(k) < 0)
+		return PS_EXIT_USAGE;
 	pthread_mutex_init(&k->iopub_lock, NULL);
 	if (make_session_id(k->session) < 0 || ps_kreplay_init(&k->replay) < 0 ||
 	    install_signals() < 0) {
@@ -237,12 +245,7 @@ static int setup(struct ps_kernel *k)
 		ps_err("kernel: %s", err);
 		return PS_EXIT_INTERNAL;
 	}
-	k->ctx = zmq_ctx_new();
-	if (!k->ctx) {
-		ps_err("zmq_ctx_new: %s", zmq_strerror(errno));
-		return PS_EXIT_INTERNAL;
-	}
-	return open_sockets(k) < 0 ? PS_EXIT_USAGE : PS_EXIT_OK;
+	return PS_EXIT_OK;
 }
 
 static void teardown(struct ps_kernel *k)
@@ -263,10 +266,12 @@ int ps_kernel_run(const struct ps_kernel_opts *o)
 
 	if (ps_kconn_load(o->connection_file, &k.conn) < 0)
 		return PS_EXIT_USAGE;
-	rc = ps_kernel_engine_start(&k);	/* in the background, while the sockets come up */
+	/* Bound first: a client that connects before the bind waits out libzmq's reconnect
+	 * interval (100 ms). The session then starts in the background. */
+	rc = setup(&k);
 	if (rc != PS_EXIT_OK)
 		goto out;
-	rc = setup(&k);
+	rc = ps_kernel_engine_start(&k);
 	if (rc != PS_EXIT_OK)
 		goto out;
 	hb_up = pthread_create(&hb, NULL, heartbeat_main, &k) == 0;

@@ -63,7 +63,7 @@ static cJSON *spec_json(const struct ps_kernelspec_opts *o)
 	cJSON *j = cJSON_CreateObject(), *argv = cJSON_CreateArray();
 	char display[160];
 
-	cJSON_AddItemToArray(argv, cJSON_CreateString(o->exe));
+	cJSON_AddItemToArray(argv, cJSON_CreateString(o->exe));	/* pysnip-kernel itself */
 	cJSON_AddItemToArray(argv, cJSON_CreateString("kernel"));
 	cJSON_AddItemToArray(argv, cJSON_CreateString("-f"));
 	cJSON_AddItemToArray(argv, cJSON_CreateString("{connection_file}"));

@@ -44,7 +44,7 @@ def test_install_writes_kernelspec():
         path = os.path.join(d, "share", "jupyter", "kernels", "k1", "kernel.json")
         assert p.stdout.strip() == os.path.dirname(path)
         spec = json.load(open(path))
-        assert spec["argv"][0] == os.path.join(os.path.dirname(PYSNIP), "pysnip")
+        assert spec["argv"][0] == os.path.join(os.path.dirname(PYSNIP), "pysnip-kernel")
         assert spec["argv"][1:] == ["kernel", "-f", "{connection_file}", "--policy", "strict"]
         assert spec["interrupt_mode"] == "message"
         assert spec["language"] == "python"
