@@ -376,6 +376,20 @@ static char *request_limits(const struct ps_kmsg *m)
 	return text;
 }
 
+/* The session ended with this cell: the error says so, and a fresh session takes the next. */
+static cJSON *renew(struct cell *x, const char *why)
+{
+	char err[256], msg[600];
+	bool ok = ps_kernel_session_renew(x->ch->k, err, sizeof(err)) != NULL;
+
+	ps_klog("%s; %s%s", why, ok ? "a new session is started" : "no new session: ",
+		ok ? "" : err);
+	snprintf(msg, sizeof(msg), "%s; %s%s", why,
+		 ok ? "the state is lost: the next cell runs in a new session" :
+		      "and no new session could start: ", ok ? "" : err);
+	return fail(x, "SessionEnded", msg);
+}
+
 static bool flag(const cJSON *body, const char *name, bool dflt)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, name);
@@ -397,9 +411,13 @@ static cJSON *run(struct cell *x, const char *code)
 		return fail(x, "SessionError", why);
 	limits = request_limits(x->m);
 	atomic_store(&k->interrupted, false);
+	atomic_store(&k->busy, true);
 	verdict = ps_session_exec(s, code, strlen(code), limits, &cb, err, sizeof(err));
+	atomic_store(&k->busy, false);
 	free(limits);
 	flush_streams(x);
+	if (!verdict && ps_session_ended(s))
+		return renew(x, err);
 	if (!verdict)
 		return fail(x, !strncmp(err, "limits", 6) ? "LimitsError" : "SessionError", err);
 	v = cJSON_Parse(verdict);

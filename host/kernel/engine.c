@@ -117,12 +117,36 @@ void ps_kernel_engine_stop(struct ps_kernel *k)
 
 void ps_kernel_interrupt(struct ps_kernel *k)
 {
-	struct ps_session *s = k->engine ? atomic_load(&k->engine->sess) : NULL;
+	struct ps_kengine *e = k->engine;
 
 	atomic_store(&k->interrupted, true);
-	if (s)
-		ps_session_interrupt(s);
+	if (e) {	/* under the lock: a renewal does not close the session under us */
+		pthread_mutex_lock(&e->lock);
+		if (atomic_load(&e->sess))
+			ps_session_interrupt(atomic_load(&e->sess));
+		pthread_mutex_unlock(&e->lock);
+	}
 	ps_kernel_wake_shell(k);	/* a cell waiting for input stops waiting */
+}
+
+/* The session ended under the kernel (its host lost, a session limit): a new one, so that
+ * the kernel goes on serving; the state is gone and the caller says so. Shell thread, which
+ * lives as long as the process, so the new host's PDEATHSIG is safe. */
+struct ps_session *ps_kernel_session_renew(struct ps_kernel *k, char *err, size_t errlen)
+{
+	struct ps_kengine *e = k->engine;
+	struct ps_session *old, *s = NULL;
+
+	pthread_mutex_lock(&e->lock);
+	old = atomic_exchange(&e->sess, NULL);
+	pthread_mutex_unlock(&e->lock);
+	ps_session_close(old);
+	if (ps_session_start(&e->opts, &s, err, errlen) < 0)
+		return NULL;
+	pthread_mutex_lock(&e->lock);
+	atomic_store(&e->sess, s);
+	pthread_mutex_unlock(&e->lock);
+	return s;
 }
 
 /* ---------------------------------------------------------------- queries in a fork */

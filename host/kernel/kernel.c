@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <zmq.h>
@@ -156,6 +157,20 @@ static void serve_channel(struct ps_kchan *ch, struct ps_krecv **store)
 		ch->k->aborting = false;	/* the queue behind a failed cell is drained */
 }
 
+/* At shutdown, a cell still in the engine is interrupted until it ends: an interrupt that
+ * reached the session before the cell began is lost, and a cell that ignores one is killed by
+ * the engine after its grace period. Bounded: jupyter_client kills the kernel after its own
+ * wait anyway, and the session host dies with it (PDEATHSIG). */
+static void end_running_cell(struct ps_kernel *k)
+{
+	const struct timespec pause = { 0, 100 * 1000 * 1000 };
+
+	for (int i = 0; i < 100 && atomic_load(&k->busy); i++) {
+		ps_kernel_interrupt(k);
+		nanosleep(&pause, NULL);
+	}
+}
+
 static void *control_main(void *arg)
 {
 	struct ps_kernel *k = arg;
@@ -175,6 +190,7 @@ static void *control_main(void *arg)
 			serve_channel(&k->control, &store);
 	}
 	ps_krecv_free(store);
+	end_running_cell(k);
 	return NULL;
 }
 

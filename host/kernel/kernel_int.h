@@ -46,6 +46,7 @@ struct ps_kernel {
 	char session[33];		/* this kernel's session id, hex */
 	atomic_bool stopping;
 	atomic_bool interrupted;	/* since the running cell began */
+	atomic_bool busy;		/* a cell is in the engine */
 	int execution_count;
 	bool aborting;			/* after an error with stop_on_error: queued cells abort */
 	struct ps_kengine *engine;	/* the session behind the cells (engine.c) */
@@ -87,6 +88,7 @@ void ps_kernel_interrupt(struct ps_kernel *k);
 /* The session, once started (shell thread only: waits for the start). NULL with why. */
 struct ps_session;
 struct ps_session *ps_kernel_session(struct ps_kernel *k, const char **why);
+struct ps_session *ps_kernel_session_renew(struct ps_kernel *k, char *err, size_t errlen);
 
 /* The requests that need the engine (engine.c); each sends its reply. */
 typedef void ps_khandler(struct ps_kchan *ch, const struct ps_kmsg *m);

@@ -2,6 +2,7 @@
 BlockingKernelClient, started from a kernelspec `pysnip kernel install` wrote), and bad
 messages sent with raw pyzmq: each is dropped, logged, and the kernel keeps serving."""
 import json
+import signal
 import os
 import subprocess
 import tempfile
@@ -565,3 +566,130 @@ def test_seccomp_kill_is_named_and_kernel_survives(kernel_log):
         _, msgs = execute(kc, "alive")
         assert result_text(msgs) == "'yes'"
         assert km.is_alive() and km.provisioner.process.pid == pid
+
+
+# ------------------------------------------------------------------ the process
+
+def descendants(pid):
+    """Every live process under pid (by /proc's parent links)."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = open(f"/proc/{d}/stat").read()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            kids.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def alive(pid):
+    try:
+        return "State:\tZ" not in open(f"/proc/{pid}/status").read()
+    except OSError:
+        return False
+
+
+def wait_running(kc, msg_id):
+    while True:
+        m = kc.get_iopub_msg(timeout=30)
+        if m["msg_type"] == "execute_input" and m["parent_header"]["msg_id"] == msg_id:
+            return
+
+
+def test_heartbeat_answers_while_a_cell_runs(kernel):
+    km, kc = kernel
+    msg_id = kc.execute("import time\ntime.sleep(1.5)")
+    wait_running(kc, msg_id)
+    info = km.get_connection_info()
+    s = zmq.Context.instance().socket(zmq.REQ)
+    s.linger = 0
+    s.connect(f"tcp://{info['ip']}:{info['hb_port']}")
+    try:
+        t0 = time.monotonic()
+        s.send(b"busy?")
+        assert s.poll(1000) and s.recv() == b"busy?"
+        assert time.monotonic() - t0 < 1.0	# answered during the cell, not after it
+    finally:
+        s.close()
+    assert kc.get_shell_msg(timeout=30)["content"]["status"] == "ok"
+
+
+def test_sigint_interrupts_like_the_message(kernel):
+    km, kc = kernel
+    msg_id = kc.execute("while True: pass")
+    wait_running(kc, msg_id)
+    time.sleep(0.2)
+    os.kill(km.provisioner.process.pid, signal.SIGINT)
+    reply = kc.get_shell_msg(timeout=30)
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    assert km.is_alive()
+
+
+def test_session_lost_is_said_and_a_new_one_serves():
+    with running_kernel() as (km, kc):
+        execute(kc, "lost_soon = 1")
+        pid = km.provisioner.process.pid
+        hosts = [p for p in descendants(pid) if f"PPid:\t{pid}\n" in
+                 open(f"/proc/{p}/status").read()]
+        assert len(hosts) == 1, hosts	# the session host, the kernel's only child
+        assert b"session-host" in open(f"/proc/{hosts[0]}/cmdline", "rb").read()
+        os.kill(hosts[0], signal.SIGKILL)
+        time.sleep(0.2)
+        reply, msgs = execute(kc, "lost_soon")
+        assert reply["content"]["ename"] == "SessionEnded", reply["content"]
+        assert "state is lost" in reply["content"]["evalue"]
+        reply, msgs = execute(kc, "'lost_soon' in globals(), 1 + 1")
+        assert result_text(msgs) == "(False, 2)"
+        assert km.provisioner.process.pid == pid
+
+
+def test_shutdown_during_a_cell_leaves_no_process():
+    from jupyter_client import KernelManager
+    from kernelkit import jupyter_path, KERNEL_NAME
+    with jupyter_path():
+        km = KernelManager(kernel_name=KERNEL_NAME)
+        km.start_kernel()
+        kc = km.client()
+        kc.start_channels()
+        kc.wait_for_ready(timeout=30)
+        pid = km.provisioner.process.pid
+        proc = km.provisioner.process
+        msg_id = kc.execute("while True: pass")
+        wait_running(kc, msg_id)
+        below = descendants(pid)
+        assert below, "the session host and holder run under the kernel"
+        t0 = time.monotonic()
+        msg = kc.session.msg("shutdown_request", {"restart": False})
+        kc.control_channel.send(msg)
+        assert kc.get_control_msg(timeout=10)["content"]["status"] == "ok"
+        assert proc.wait(8) == 0	# on its own, not killed by the client
+        assert time.monotonic() - t0 < 8
+        kc.stop_channels()
+        km.cleanup_resources()
+        time.sleep(0.2)
+        assert [p for p in below if alive(p)] == []
+
+
+def test_ipc_transport():
+    from jupyter_client import KernelManager
+    from kernelkit import jupyter_path, KERNEL_NAME
+    with jupyter_path(), tempfile.TemporaryDirectory() as d:
+        km = KernelManager(kernel_name=KERNEL_NAME, transport="ipc", ip=os.path.join(d, "k"))
+        km.start_kernel()
+        try:
+            kc = km.client()
+            kc.start_channels()
+            kc.wait_for_ready(timeout=30)
+            reply, msgs = execute(kc, "6 * 7")
+            assert result_text(msgs) == "42"
+            assert any(n.startswith("k-") for n in os.listdir(d))	# ipc://IP-PORT files
+            kc.stop_channels()
+        finally:
+            km.shutdown_kernel()
