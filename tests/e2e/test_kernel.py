@@ -439,7 +439,9 @@ def test_memory_limit_named_and_state_intact(kernel):
 
 def test_stop_on_error_aborts_queued_cells(kernel):
     km, kc = kernel
-    first = kc.execute("raise RuntimeError('first')")
+    # the first cell runs long enough for the second to be queued behind it (as ipykernel's
+    # default stop_on_error_timeout of 0 s, a cell sent after the failure is not aborted)
+    first = kc.execute("import time\ntime.sleep(0.5)\nraise RuntimeError('first')")
     second = kc.execute("never_ran = 1")
     replies = {}
     while len(replies) < 2:
