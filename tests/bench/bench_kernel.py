@@ -111,8 +111,10 @@ def main():
           "per kernel, alternating")
     line("start to kernel_info (p50)", statistics.median(starts["pysnip"]),
          statistics.median(starts["ipykernel"]), 0.35)
-    print(f"  {'':<28} (libzmq reconnect floor 100 ms: pysnip is "
-          f"{statistics.median(starts['pysnip']) - 100:+.1f} ms from it)")
+    slow = sum(t > 100 for t in starts["pysnip"])
+    print(f"  {'':<28} pysnip min {min(starts['pysnip']):.1f} max {max(starts['pysnip']):.1f} ms;"
+          f" {slow} of {len(starts['pysnip'])} starts over the 100 ms libzmq reconnect floor"
+          " (a start under it: the kernel was bound before the client's first connect)")
     line("1+1 execute p50", pct(lat["pysnip"], 50), pct(lat["ipykernel"], 50), 0.5)
     line("1+1 execute p99", pct(lat["pysnip"], 99), pct(lat["ipykernel"], 99), 1.0)
     if imports["pysnip"]:
