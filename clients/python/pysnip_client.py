@@ -13,12 +13,20 @@ number of seconds), ``memory``, ``output``, ``file_size``, ``scratch`` (sizes: "
 of bytes). HTTP errors raise a subclass of ``PysnipError`` carrying the status and the server's
 message; a host failure during a run raises ``ServerError`` whose ``verdict`` holds the
 ``internal_error`` verdict.
+
+Sessions keep a notebook's state across cells (a cell that dies is rolled back):
+
+    with c.session(policy="notebook", idle="10m") as s:
+        s.exec("x = 41")
+        s.exec("x += 1; x")["result"]["data"]["text/plain"]   # '42'
+        s.exec("import os; os.kill(os.getpid(), 9)")["state"] # 'rolled_back'
 """
 import http.client
 import json
 import socket
 
-__all__ = ["Client", "PysnipError", "BadRequest", "Unauthorized", "Busy", "ServerError", "exec"]
+__all__ = ["Client", "Session", "PysnipError", "BadRequest", "Unauthorized", "Busy",
+           "ServerError", "SessionGone", "exec"]
 __version__ = "0.1.0"
 
 
@@ -51,6 +59,10 @@ class Busy(PysnipError):
     def __init__(self, *args, retry_after=None, **kw):
         super().__init__(*args, **kw)
         self.retry_after = retry_after
+
+
+class SessionGone(PysnipError):
+    """404/410 on a session: it ended (a session limit, idle timeout) or was deleted."""
 
 
 class ServerError(PysnipError):
@@ -184,6 +196,73 @@ class Client:
         """The Prometheus text of GET /metrics."""
         out = self._check(*self.request("GET", "/metrics"))
         return out.decode() if isinstance(out, bytes) else out
+
+    def session(self, policy=None, idle=None, lifetime=None, session_cpu=None, cells=None,
+                **limits):
+        """A new session (POST /v1/sessions); use it as a context manager so that it is
+        deleted at the end. limits: the cells' (wall, cpu, output; memory is the session's),
+        tightening the policy's; idle, lifetime, session_cpu (durations) and cells (a count)
+        end the session when reached."""
+        body = {}
+        if policy is not None:
+            body["policy"] = policy
+        if limits:
+            body["limits"] = {k: str(v) for k, v in limits.items()}
+        sl = {k: v for k, v in (("idle", idle), ("lifetime", lifetime), ("cpu", session_cpu),
+                                ("cells", cells)) if v is not None}
+        if sl:
+            body["session"] = {k: (v if k == "cells" else str(v)) for k, v in sl.items()}
+        info = self._check(*self.request("POST", "/v1/sessions", body))
+        return Session(self, info)
+
+
+class Session:
+    """A server-side session: cells over a kept state. Made by Client.session()."""
+
+    def __init__(self, client, info):
+        self.client = client
+        self.info = info
+        self.id = info["id"]
+
+    def _path(self, verb=""):
+        return "/v1/sessions/%s%s" % (self.id, verb)
+
+    def _call(self, method, verb="", body=None):
+        status, resp, parsed = self.client.request(method, self._path(verb), body)
+        if status in (404, 410):
+            msg = parsed.get("error") if isinstance(parsed, dict) else None
+            raise SessionGone(status, msg or "session gone", body=parsed)
+        return self.client._check(status, resp, parsed)
+
+    def exec(self, code, **limits):
+        """Run one cell; returns its verdict (with state, result, display, execution_count)."""
+        body = {"code": code}
+        if limits:
+            body["limits"] = {k: str(v) for k, v in limits.items()}
+        return self._call("POST", "/exec", body)
+
+    def interrupt(self):
+        """Interrupt the running cell (KeyboardInterrupt; killed and rolled back if it does
+        not stop). Safe from another thread: it uses a connection of its own."""
+        with Client(self.client.url, token=self.client.token,
+                    timeout=self.client.timeout) as c:
+            Session(c, self.info)._call("POST", "/interrupt", {})
+
+    def status(self):
+        return self._call("GET")
+
+    def close(self):
+        """End the session (DELETE): its processes and scratch are gone. Idempotent."""
+        try:
+            self._call("DELETE")
+        except SessionGone:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def exec(code, stdin=None, policy=None, *, url="http://127.0.0.1:8080", token=None, **limits):

@@ -41,6 +41,8 @@ static const struct opt opts[] = {
 	{ "--token-file", OPT_STRING, SERVE, F(token_file), 0, "FILE", "require this bearer token" },
 	{ "--workers", OPT_LONG, SERVE, F(workers), 0, "N", "concurrent snippets (default: cores)" },
 	{ "--queue", OPT_LONG, SERVE, F(queue), 0, "N", "queued requests before 429" },
+	{ "--max-sessions", OPT_LONG, SERVE, F(max_sessions), 0, "N",
+	  "live sessions (/v1/sessions) before 429 (default 64)" },
 	{ "--pretty", OPT_FLAG, EXEC | CHECK, F(pretty), 0, NULL, "indent the JSON" },
 	{ "--help", OPT_FLAG, EXEC | CHECK | SERVE, F(help), 0, NULL, "this help" },
 };

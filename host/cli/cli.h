@@ -20,6 +20,7 @@ struct ps_opts {
 	const char *listen;		/* serve --listen */
 	const char *token_file;		/* serve --token-file */
 	long workers, queue;		/* serve --workers/--queue */
+	long max_sessions;		/* serve --max-sessions */
 };
 
 enum ps_cmd_kind { PS_CMD_EXEC, PS_CMD_CHECK_POLICY, PS_CMD_SERVE };

@@ -326,6 +326,7 @@ int ps_cmd_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	cfg.workers = (unsigned)(o.workers > 0 ? o.workers : (cores > 0 ? cores : 1));
 	cfg.queue = (unsigned)(o.queue > 0 ? o.queue : DEFAULT_QUEUE);
+	cfg.max_sessions = (unsigned)(o.max_sessions > 0 ? o.max_sessions : 0);
 	cfg.token = token;
 	cfg.body_max = PS_SERVE_BODY_MAX;
 	cfg.policies = sv.policies;

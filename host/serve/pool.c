@@ -173,7 +173,10 @@ static int recv_worker(int ctl, struct ps_zidle *e)
 		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 
 		memcpy(e->fd, CMSG_DATA(c), sizeof(int) * (k < PS_ZWORKER_FDS ? k : PS_ZWORKER_FDS));
-		if (k == PS_ZWORKER_FDS && n == (ssize_t)sizeof(e->w) &&
+		bool session = e->w.tag & PS_ZTAG_SESSION;
+
+		if ((k == PS_ZWORKER_FDS || (session && k == PS_ZSESSION_FDS)) &&
+		    n == (ssize_t)sizeof(e->w) &&
 		    e->w.magic == PS_ZWORKER_MAGIC && !(m.msg_flags & MSG_CTRUNC))
 			return 1;
 	}
@@ -490,4 +493,23 @@ int ps_zygote_call(struct ps_zygote *z, const struct ps_policy *p, const struct 
 	a->len = strlen(a->json);
 	a->status = verdict_status(a->json);
 	return 0;
+}
+
+int ps_zygote_session(struct ps_zygote *z, const struct ps_limits *limits,
+		      const struct ps_session_limits *sl, struct ps_session **out, char *err,
+		      size_t errlen)
+{
+	uint64_t deadline = ps_now_us() + (uint64_t)RESTART_WAIT_MS * 1000;
+	struct ps_zcmd c = { .magic = PS_ZCMD_MAGIC, .kind = PS_ZCMD_SESSION, .slot = -1 };
+	struct ps_zidle e;
+
+	c.limits = *limits;
+	c.session = *sl;
+	c.tag = PS_ZTAG_SESSION | __atomic_add_fetch(&z->next_tag, 1, __ATOMIC_RELAXED);
+	if (take(z, &c, deadline, &e) < 0) {
+		snprintf(err, errlen, "zygote %s: no session host in %d s (zygote down?)", z->name,
+			 RESTART_WAIT_MS / 1000);
+		return -1;
+	}
+	return ps_session_adopt(e.fd[0], e.fd[1], out, err, errlen);
 }

@@ -3,6 +3,7 @@
  * libmicrohttpd runs a thread per connection; a request's thread blocks while its zygote runs
  * the snippet, so admission (workers + bounded queue, else 429) is what bounds the load. */
 #include "server.h"
+#include "sessions.h"
 
 #include <errno.h>
 #include <microhttpd.h>
@@ -38,6 +39,7 @@ struct ps_server {
 	bool *slot_used;
 	bool draining;
 	struct metrics m;
+	struct ps_sessions *sessions;	/* /v1/sessions (sessions.c) */
 };
 
 /* Per-request state across libmicrohttpd's calls. */
@@ -316,6 +318,7 @@ static enum MHD_Result handle_metrics(struct ps_server *s, struct MHD_Connection
 		pthread_mutex_lock(&s->mu);
 		metrics_text(s, f);
 		pthread_mutex_unlock(&s->mu);
+		ps_sessions_metrics(s->sessions, f);
 		if (fclose(f)) {
 			free(out);
 			out = NULL;
@@ -357,6 +360,25 @@ static bool token_ok(const struct ps_server *s, const char *auth)
 	return diff == 0;
 }
 
+/* /v1/sessions...: sessions.c answers, behind the same token and body checks. */
+static enum MHD_Result dispatch_sessions(struct ps_server *s, struct MHD_Connection *c,
+					 struct req *rq, const char *url, const char *method)
+{
+	char *body = NULL;
+	unsigned code;
+
+	if (s->cfg.token && !token_ok(s, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+								     MHD_HTTP_HEADER_AUTHORIZATION)))
+		return respond_error(s, c, rq, MHD_HTTP_UNAUTHORIZED, NULL,
+				     "missing or wrong 'Authorization: Bearer' token");
+	if (rq->too_big)
+		return respond_error(s, c, rq, MHD_HTTP_CONTENT_TOO_LARGE, NULL, "body: too large");
+	code = ps_sessions_route(s->sessions, method, url, rq->body, rq->len, &body);
+	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
+		rq->allow = "POST";
+	return respond(s, c, rq, code, body, "application/json");
+}
+
 static enum MHD_Result dispatch(struct ps_server *s, struct MHD_Connection *c, struct req *rq,
 				const char *url, const char *method)
 {
@@ -366,6 +388,8 @@ static enum MHD_Result dispatch(struct ps_server *s, struct MHD_Connection *c, s
 	for (size_t i = 0; i < PS_ARRAY_LEN(routes); i++)
 		if (!strcmp(url, routes[i].path))
 			rt = &routes[i];
+	if (!rt && !strncmp(url, "/v1/sessions", 12) && (!url[12] || url[12] == '/'))
+		return dispatch_sessions(s, c, rq, url, method);
 	if (!rt)
 		return respond_error(s, c, rq, MHD_HTTP_NOT_FOUND, NULL,
 				     "no such endpoint (POST /v1/exec, POST /v1/batch, "
@@ -483,6 +507,13 @@ int ps_server_start(const struct ps_server_config *cfg, struct ps_server **out, 
 		return -1;
 	}
 	s->cfg = *cfg;
+	s->sessions = ps_sessions_new(&s->cfg);
+	if (!s->sessions) {
+		free(s->slot_used);
+		free(s);
+		snprintf(err, errlen, "serve: out of memory");
+		return -1;
+	}
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
@@ -496,6 +527,7 @@ int ps_server_start(const struct ps_server_config *cfg, struct ps_server **out, 
 				MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 << 10), MHD_OPTION_END);
 	if (!s->d) {
 		snprintf(err, errlen, "MHD_start_daemon: failed (see messages above)");
+		ps_sessions_free(s->sessions);
 		free(s->slot_used);
 		free(s);
 		return -1;
@@ -528,6 +560,7 @@ void ps_server_free(struct ps_server *s)
 		return;
 	if (s->d)
 		MHD_stop_daemon(s->d);
+	ps_sessions_free(s->sessions);
 	free(s->slot_used);
 	free(s);
 }

@@ -21,6 +21,7 @@ struct ps_server_config {
 	struct ps_policy *policies;	/* served policies; the first is the default */
 	struct ps_zygote *zygotes;	/* one per policy, same order */
 	size_t n;
+	unsigned max_sessions;		/* live sessions before 429 (0: the default) */
 };
 
 struct ps_server;

@@ -186,12 +186,21 @@ int ps_host_spawn_holder(struct host *h, char *err, size_t errlen)
 		ps_host_kill_holder(h);
 		return -1;
 	}
+	struct ps_host_pid hp;
+
+	if (ps_host_find_child(0, h->holder, &hp) < 0) {
+		snprintf(err, errlen, "the session's holder (pid %d) is not in /proc", h->holder);
+		ps_host_kill_holder(h);
+		return -1;
+	}
+	h->holder_proc = hp.proc;
 	h->count = 0;
 	return 0;
 }
 
 /* A uid of the policy's range that no other live session on this host holds: a lock file
- * per uid, held for the session's life. */
+ * per uid, held for the session's life. From the top of the range down: serve's one-shot
+ * workers take its lowest slots. */
 static unsigned pick_slot(struct host *h, int want)
 {
 	unsigned n = h->p.uid_count > 1 ? h->p.uid_count : 1;
@@ -199,7 +208,7 @@ static unsigned pick_slot(struct host *h, int want)
 
 	if (want >= 0 || n == 1)
 		return want >= 0 ? (unsigned)want : 0;
-	for (unsigned s = 0; s < n; s++) {
+	for (unsigned s = n; s-- > 0;) {
 		snprintf(path, sizeof(path), "%s/pysnip-session-uid-%u.lock", h->w.tmp_base,
 			 h->p.uid + s);
 		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);

@@ -29,6 +29,7 @@ struct cell {
 	struct ps_outcome o;
 	uint64_t start_us, deadline_us, int_deadline_us, cpu_check_us;
 	pid_t pid;		/* the cell in our PID namespace, 0 until known */
+	pid_t pid_proc;		/* and as /proc names it */
 	int pidfd;
 	bool done, reaped, decided, keep, killed, holder_dead, cell_dead, front_gone;
 	bool interrupted, int_killed, cpu_killed, input_pending;
@@ -45,43 +46,6 @@ static void kill_cell(struct cell *c)
 	if (c->pidfd >= 0)
 		pidfd_signal(c->pidfd, SIGKILL);
 	c->killed = true;
-}
-
-/* The cell's pid in our namespace: the holder's child whose innermost pid is the one the
- * holder named. */
-static pid_t host_pid_of(const struct host *h, pid_t nspid)
-{
-	char path[80], *buf = NULL, *st = NULL;
-	size_t len = 0, slen = 0;
-	pid_t found = 0;
-
-	if (!(h->w.ns_static & CLONE_NEWPID))
-		return nspid;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", h->holder, h->holder);
-	if (ps_read_file(path, &buf, &len) < 0)
-		return 0;
-	for (char *tok = strtok(buf, " \n"); tok && !found; tok = strtok(NULL, " \n")) {
-		pid_t cand = (pid_t)atoi(tok);
-		char *ns;
-
-		snprintf(path, sizeof(path), "/proc/%d/status", cand);
-		if (ps_read_file(path, &st, &slen) < 0)
-			continue;
-		ns = strstr(st, "\nNSpid:");
-		if (ns) {
-			char *eol = strchr(ns + 1, '\n'), *last;
-
-			if (eol)
-				*eol = '\0';
-			last = strrchr(ns, '\t');
-			if (last && atoi(last + 1) == nspid)
-				found = cand;
-		}
-		free(st);
-		st = NULL;
-	}
-	free(buf);
-	return found;
 }
 
 static uint64_t proc_cpu_ms(pid_t pid)
@@ -244,6 +208,7 @@ static void decide(struct cell *c, const struct ps_status_rec *rec)
 static void take_record(struct cell *c, const struct ps_status_rec *rec)
 {
 	struct host *h = c->h;
+	struct ps_host_pid hp;
 
 	if (rec->kind == PS_REC_SYSCALL) {	/* the SIGSYS handler: names a death */
 		c->o.have_syscall = true;
@@ -256,9 +221,11 @@ static void take_record(struct cell *c, const struct ps_status_rec *rec)
 	switch (rec->kind) {
 	case PS_REC_CELL_FORKED:
 		c->o.setup_us = ps_now_us() - c->start_us;
-		c->pid = host_pid_of(h, rec->phase);
-		if (c->pid > 0)
+		if (ps_host_find_child(h->holder_proc, rec->phase, &hp) == 0) {
+			c->pid = hp.ours;
+			c->pid_proc = hp.proc;
 			c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+		}
 		if (c->killed && c->pidfd >= 0)
 			pidfd_signal(c->pidfd, SIGKILL);
 		break;
@@ -366,7 +333,7 @@ static void on_timer(struct cell *c, uint64_t now)
 		c->cpu_check_us = now + CPU_POLL_MS * 1000;
 		/* RLIMIT_CPU's SIGXCPU is the cell's limit; this is the backstop for a cell that
 		 * ignores SIGXCPU */
-		if (proc_cpu_ms(c->pid) > c->r.limits.cpu_ms + CPU_GRACE_MS) {
+		if (proc_cpu_ms(c->pid_proc) > c->r.limits.cpu_ms + CPU_GRACE_MS) {
 			c->cpu_killed = true;
 			kill_cell(c);
 		}
@@ -594,6 +561,7 @@ static void settle(struct cell *c)
 		if (h->holder_pidfd >= 0)
 			close(h->holder_pidfd);
 		h->holder = c->pid;
+		h->holder_proc = c->pid_proc;
 		h->holder_pidfd = c->pidfd;
 		c->pidfd = -1;
 		h->lost[0] = '\0';

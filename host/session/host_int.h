@@ -29,6 +29,7 @@ struct host {
 	struct ps_outcome ho;
 	bool holder_up;
 	pid_t holder;
+	pid_t holder_proc;		/* the holder as /proc names it (procs.c) */
 	int holder_pidfd;
 	pid_t group;
 	struct ps_held held;
@@ -43,6 +44,14 @@ struct host {
 	char *in;			/* the front's bytes not yet a whole line */
 	size_t in_len, in_cap;
 };
+
+/* procs.c: a child of parent_proc (a /proc pid; <= 0: of ours) whose pid is inner (in its
+ * innermost namespace; for a child of ours, in our namespace): by both names. 0 or -1. */
+struct ps_host_pid {
+	pid_t proc;	/* as /proc names it */
+	pid_t ours;	/* as our calls (pidfd_open, kill) name it */
+};
+int ps_host_find_child(pid_t parent_proc, pid_t inner, struct ps_host_pid *out);
 
 /* host.c */
 int ps_host_send(struct host *h, const char *line);	/* one JSON line to the front */

@@ -43,6 +43,11 @@ struct zyg {
 	unsigned spare;		/* spares to keep unclaimed */
 	unsigned unclaimed;	/* spares forked and not claimed yet (alive or not) */
 	uint64_t serial;
+	struct zsess {
+		pid_t pid;
+		int pidfd;
+	} *sess;		/* served sessions' hosts (our children): to reap */
+	size_t n_sess, cap_sess;
 };
 
 /* The lowest free slot, preferring one whose uid (a policy's uid range) no live worker has,
@@ -142,6 +147,74 @@ static int fork_worker(struct zyg *z, const struct ps_limits *l, uint64_t tag)
 	return 0;
 }
 
+/* A served session: a child of ours becomes its session host, from our initialised
+ * interpreter (no start of its own); the front gets the socket to it and its pidfd. */
+static void fork_session(struct zyg *z, const struct ps_zcmd *c)
+{
+	struct ps_zworker m = { .magic = PS_ZWORKER_MAGIC, .tag = c->tag };
+	int sv[2], fds[PS_ZSESSION_FDS], pidfd;
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	union {
+		char buf[CMSG_SPACE(sizeof(fds))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	pid_t pid;
+
+	if (z->n_sess == z->cap_sess) {
+		size_t cap = z->cap_sess ? 2 * z->cap_sess : 16;
+		struct zsess *ns = realloc(z->sess, cap * sizeof(*ns));
+
+		if (!ns)
+			return;
+		z->sess = ns;
+		z->cap_sess = cap;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		/* its fd 3 is the front's socket (no longer our control socket); nothing else of
+		 * ours (other workers' channels, life pipes) stays open in it */
+		if (dup2(sv[1], PS_ZYGOTE_CTL_FD) < 0)
+			_exit(PS_EXIT_INTERNAL);
+		syscall(SYS_close_range, PS_ZYGOTE_CTL_FD + 1, ~0U, 0);
+		_exit(ps_session_host_run(&z->p, z->w.layers_off, z->w.shared_scratch, &c->limits,
+					  &c->session, c->slot));
+	}
+	close(sv[1]);
+	pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	if (pidfd < 0) {
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		close(sv[0]);
+		return;
+	}
+	m.pid = pid;
+	fds[0] = sv[0];
+	fds[1] = pidfd;
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	if (sendmsg(PS_ZYGOTE_CTL_FD, &msg, MSG_NOSIGNAL) < 0)
+		kill(pid, SIGKILL);	/* reaped below like any other */
+	close(sv[0]);
+	z->sess[z->n_sess++] = (struct zsess){ pid, pidfd };
+}
+
+static void reap_session(struct zyg *z, size_t i)
+{
+	while (waitpid(z->sess[i].pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	close(z->sess[i].pidfd);
+	z->sess[i] = z->sess[--z->n_sess];
+}
+
 /* A worker exited: reap it, tell the front what wait4 said, remove its scratch and cgroup. */
 static void reap(struct zyg *z, size_t i)
 {
@@ -168,6 +241,10 @@ static __attribute__((noreturn)) void zygote_exit(struct zyg *z, int status)
 		kill(-z->ws[i].proc.pid, SIGKILL);
 	while (z->n)
 		reap(z, z->n - 1);
+	for (size_t i = 0; i < z->n_sess; i++)	/* each takes its session with it */
+		kill(z->sess[i].pid, SIGKILL);
+	while (z->n_sess)
+		reap_session(z, z->n_sess - 1);
 	ps_worker_release(&z->w);
 	_exit(status);
 }
@@ -195,8 +272,11 @@ static bool command(struct zyg *z)
 		}
 		if (z->unclaimed)
 			z->unclaimed--;
-	} else if (c.kind == PS_ZCMD_FORK)
+	} else if (c.kind == PS_ZCMD_FORK) {
 		(void)fork_worker(z, &c.limits, c.tag);
+	} else if (c.kind == PS_ZCMD_SESSION) {
+		fork_session(z, &c);
+	}
 	return true;
 }
 
@@ -230,8 +310,8 @@ static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 			failures = 0;
 			z->unclaimed++;
 		}
-		if (cap < z->n + 1) {
-			cap = z->n + 16;
+		if (cap < z->n + z->n_sess + 1) {
+			cap = z->n + z->n_sess + 16;
 			p = realloc(p, cap * sizeof(*p));
 			if (!p)
 				_exit(PS_EXIT_INTERNAL);
@@ -239,8 +319,13 @@ static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 		p[0] = (struct pollfd){ .fd = PS_ZYGOTE_CTL_FD, .events = POLLIN };
 		for (size_t i = 0; i < z->n; i++)
 			p[i + 1] = (struct pollfd){ .fd = z->ws[i].proc.f.pidfd, .events = POLLIN };
-		if (poll(p, z->n + 1, failures ? 10 : -1) < 0 && errno != EINTR)
+		for (size_t i = 0; i < z->n_sess; i++)
+			p[z->n + 1 + i] = (struct pollfd){ .fd = z->sess[i].pidfd, .events = POLLIN };
+		if (poll(p, z->n + z->n_sess + 1, failures ? 10 : -1) < 0 && errno != EINTR)
 			_exit(PS_EXIT_INTERNAL);
+		for (size_t i = z->n_sess; i-- > 0;)
+			if (p[z->n + 1 + i].revents)
+				reap_session(z, i);
 		for (size_t i = z->n; i-- > 0;)
 			if (p[i + 1].revents)
 				reap(z, i);

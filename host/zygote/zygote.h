@@ -28,6 +28,7 @@
 
 #include "policy/policy.h"
 #include "run/worker.h"
+#include "session/session.h"
 
 #define PS_ZWORKER_MAGIC 0x77727a70u	/* "pzrw" */
 #define PS_ZCMD_MAGIC 0x63727a70u	/* "pzrc" */
@@ -46,7 +47,13 @@ struct ps_zworker {
 	char token[40];		/* the run's report token */
 };
 
-enum ps_zcmd_kind { PS_ZCMD_CLAIM = 1, PS_ZCMD_FORK = 2 };
+/* PS_ZCMD_SESSION: a served session. The zygote forks a child that becomes its session host
+ * (session/session.h, ps_session_host_run: no interpreter start) and answers with a
+ * struct ps_zworker whose tag is the command's and PS_ZSESSION_FDS descriptors: the socket
+ * to the session host, its pidfd. The zygote reaps it. */
+enum ps_zcmd_kind { PS_ZCMD_CLAIM = 1, PS_ZCMD_FORK = 2, PS_ZCMD_SESSION = 3 };
+enum { PS_ZSESSION_FDS = 2 };
+#define PS_ZTAG_SESSION (1ull << 63)	/* in the tag of a PS_ZCMD_SESSION's answer */
 
 /* front -> zygote */
 struct ps_zcmd {
@@ -54,7 +61,9 @@ struct ps_zcmd {
 	uint32_t kind;
 	uint64_t serial;	/* CLAIM: the spare taken */
 	uint64_t tag;		/* FORK: names the worker in the answer */
-	struct ps_limits limits;	/* FORK: what its phases apply */
+	struct ps_limits limits;	/* FORK: what its phases apply; SESSION: the cells' */
+	struct ps_session_limits session;	/* SESSION */
+	int32_t slot;			/* SESSION: a uid of the policy's range, -1: any free */
 };
 
 struct ps_zidle {
@@ -107,6 +116,12 @@ struct ps_zanswer {
  * worker could be had. Thread-safe. */
 int ps_zygote_call(struct ps_zygote *z, const struct ps_policy *p, const struct ps_run *r,
 		   struct ps_zanswer *a);
+
+/* A served session on this zygote (a fork of it), limits the cells' (the policy's, possibly
+ * tightened). 0 with *out (session/session.h), or -1 with err. Thread-safe. */
+int ps_zygote_session(struct ps_zygote *z, const struct ps_limits *limits,
+		      const struct ps_session_limits *sl, struct ps_session **out, char *err,
+		      size_t errlen);
 
 /* `pysnip zygote`: the internal command pysnip-serve starts for each served policy. */
 int ps_cmd_zygote(int argc, char **argv);

@@ -1,0 +1,218 @@
+"""Sessions over HTTP (`pysnip serve`, /v1/sessions): the same engine as `pysnip session`,
+each session a fork of its policy's zygote."""
+import os
+import re
+import threading
+import time
+
+import pytest
+
+from servekit import Server
+from sessionkit import PRIVATE_UIDS, procs_of_uid
+
+
+@pytest.fixture(scope="module")
+def srv():
+    s = Server("--policy", PRIVATE_UIDS, "--workers", "2", "--max-sessions", "4")
+    yield s
+    s.stop()
+
+
+def new(srv, **body):
+    st, _, r = srv.request("POST", "/v1/sessions", body)
+    assert st == 201, r
+    return r["id"]
+
+
+def run(srv, sid, code, **kw):
+    st, _, v = srv.request("POST", "/v1/sessions/%s/exec" % sid, dict(code=code, **kw))
+    assert st == 200, v
+    return v
+
+
+def delete(srv, sid):
+    st, _, r = srv.request("DELETE", "/v1/sessions/" + sid)
+    assert st == 200 and r == {"deleted": sid}
+
+
+def metric(srv, name):
+    st, _, text = srv.request("GET", "/metrics")
+    m = re.search(r"^%s (\d+)$" % name, text, re.M)
+    return int(m.group(1))
+
+
+def test_state_kept_and_rolled_back_over_http(srv):
+    sid = new(srv)
+    assert re.fullmatch(r"[0-9a-f]{32}", sid)
+    assert run(srv, sid, "x = 41")["state"] == "kept"
+    v = run(srv, sid, "x += 1; x")
+    assert v["result"]["data"]["text/plain"] == "42" and v["execution_count"] == 2
+    v = run(srv, sid, "x = 0\nimport os\nos.kill(os.getpid(), 9)")
+    assert v["state"] == "rolled_back" and v["signal_name"] == "SIGKILL"
+    assert run(srv, sid, "x")["result"]["data"]["text/plain"] == "42"
+    st, _, info = srv.request("GET", "/v1/sessions/" + sid)
+    assert st == 200 and info["id"] == sid and info["cells"] == 4
+    delete(srv, sid)
+    st, _, r = srv.request("POST", "/v1/sessions/%s/exec" % sid, {"code": "x"})
+    assert st == 404, r
+
+
+def test_sessions_are_apart(srv):
+    a, b = new(srv), new(srv)
+    run(srv, a, "secret = 'a'")
+    v = run(srv, b, "'secret' in globals()")
+    assert v["result"]["data"]["text/plain"] == "False"
+    ua = run(srv, a, "import os\nos.getuid()")["result"]["data"]["text/plain"]
+    ub = run(srv, b, "import os\nos.getuid()")["result"]["data"]["text/plain"]
+    assert ua != ub
+    delete(srv, a)
+    delete(srv, b)
+
+
+def test_interrupt_over_http(srv):
+    sid = new(srv)
+    out = {}
+    t = threading.Thread(target=lambda: out.update(
+        v=run(srv, sid, "import time\nbefore = 1\ntime.sleep(4)\nafter = 1")))
+    t.start()
+    time.sleep(1.0)
+    st, _, r = srv.request("POST", "/v1/sessions/%s/interrupt" % sid, {})
+    assert st == 200, r
+    t.join(30)
+    assert out["v"]["exception"]["type"] == "KeyboardInterrupt"
+    assert run(srv, sid, "(before, 'after' in globals())")["result"]["data"]["text/plain"] == \
+        "(1, False)"
+    delete(srv, sid)
+
+
+def test_max_sessions_gives_429(srv):
+    ids = [new(srv) for _ in range(4)]
+    st, hdrs, r = srv.request("POST", "/v1/sessions", {})
+    assert st == 429 and "max-sessions" in r["error"], r
+    for sid in ids:
+        delete(srv, sid)
+    delete(srv, new(srv))  # a place is free again
+
+
+@pytest.mark.parametrize("path,body,field", [
+    ("/v1/sessions", {"policy": "nope"}, "policy"),
+    ("/v1/sessions", {"limits": {"wall": "1h"}}, "limits"),
+    ("/v1/sessions", {"session": {"idle": 5}}, "session"),
+    ("/v1/sessions", {"session": {"bogus": "1s"}}, "session"),
+])
+def test_bad_session_requests_name_the_field(srv, path, body, field):
+    st, _, r = srv.request("POST", path, body)
+    assert st == 400 and r["field"] == field, r
+
+
+def test_unknown_id_is_404(srv):
+    st, _, r = srv.request("POST", "/v1/sessions/%s/exec" % ("0" * 32), {"code": "1"})
+    assert st == 404
+    st, _, r = srv.request("GET", "/v1/sessions/short")
+    assert st == 404
+
+
+def test_idle_sessions_are_reaped(srv):
+    live = metric(srv, "pysnip_sessions_live")
+    sid = new(srv, session={"idle": "1s"})
+    run(srv, sid, "a = 1")
+    assert metric(srv, "pysnip_sessions_live") == live + 1
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        st, _, _ = srv.request("GET", "/v1/sessions/" + sid)
+        if st == 404:
+            break
+        time.sleep(0.3)
+    assert st == 404
+    assert metric(srv, "pysnip_sessions_live") == live
+
+
+def test_metrics_count_created_and_rolled_back(srv):
+    c0 = metric(srv, "pysnip_sessions_created_total")
+    r0 = metric(srv, "pysnip_session_rolled_back_total")
+    sid = new(srv)
+    run(srv, sid, "import os\nos.kill(os.getpid(), 9)")
+    assert metric(srv, "pysnip_sessions_created_total") == c0 + 1
+    assert metric(srv, "pysnip_session_rolled_back_total") == r0 + 1
+    delete(srv, sid)
+
+
+def test_a_session_is_a_fork_of_the_zygote(srv):
+    """No interpreter start: the session host is a child of the policy's zygote running the
+    zygote's own program (no exec of `pysnip session-host`)."""
+    sid = new(srv)
+    zpid = list(srv.zygotes().values())[0]
+    with open("/proc/%d/cmdline" % zpid, "rb") as f:
+        zcmd = f.read()
+    hosts = []
+    for c in srv.children(zpid):
+        with open("/proc/%d/cmdline" % c, "rb") as f:
+            cmd = f.read()
+        assert b"session-host" not in cmd
+        if cmd == zcmd:
+            hosts.append(c)
+    assert hosts, "no child of the zygote runs the zygote's program"
+    delete(srv, sid)
+
+
+def fds_and_rss(pid):
+    with open("/proc/%d/status" % pid) as f:
+        rss = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+    return len(os.listdir("/proc/%d/fd" % pid)), rss
+
+
+def test_100_sessions_created_and_ended_leave_nothing(srv):
+    run_one = new(srv)
+    delete(srv, run_one)  # warm: the table and the zygote's first session are made
+    time.sleep(0.5)
+    def session_procs():  # the zygote's spare one-shot workers share the policy's range
+        return {p for k in range(64) for p in procs_of_uid(61000 + k)} - spares
+
+    spares = set()
+    spares = session_procs()
+    fd0, rss0 = fds_and_rss(srv.pid)
+    desc0 = len(srv.descendants())
+    for i in range(100):
+        sid = new(srv)
+        if i % 10 == 0:
+            run(srv, sid, "import os\nopen('f', 'w').write('x')\nos.kill(os.getpid(), 9)")
+        delete(srv, sid)
+    deadline = time.monotonic() + 10
+    while (len(srv.descendants()) > desc0 or session_procs()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    fd1, rss1 = fds_and_rss(srv.pid)
+    print("\nserver fds %d -> %d, RSS %d kB -> %d kB over 100 sessions" % (fd0, fd1, rss0, rss1))
+    assert fd1 == fd0
+    assert len(srv.descendants()) == desc0
+    assert session_procs() == set()
+    assert rss1 - rss0 < 4096, (rss0, rss1)
+    leftover = [n for n in os.listdir(srv.tmp) if n.startswith("pysnip-run-")]
+    for root, dirs, _ in os.walk(srv.tmp):
+        leftover += [d for d in dirs if d.startswith("pysnip-run-")]
+    assert leftover == []
+
+
+def test_python_client_session(srv):
+    import threading as th
+    import pysnip_client
+    c = pysnip_client.Client(srv.url)
+    with c.session(wall="5s", idle="1m") as s:
+        assert s.exec("x = 41")["state"] == "kept"
+        assert s.exec("x += 1; x")["result"]["data"]["text/plain"] == "42"
+        v = s.exec("import os\nos.kill(os.getpid(), 9)")
+        assert v["state"] == "rolled_back"
+        out = {}
+        t = th.Thread(target=lambda: out.update(v=s.exec("import time\ntime.sleep(4)")))
+        t.start()
+        time.sleep(1.0)
+        s.interrupt()
+        t.join(30)
+        assert out["v"]["exception"]["type"] == "KeyboardInterrupt"
+        assert s.status()["cells"] == 4
+        sid = s.id
+    with pytest.raises(pysnip_client.SessionGone):
+        pysnip_client.Session(c, {"id": sid}).exec("x")
+    with pytest.raises(pysnip_client.BadRequest) as e:
+        c.session(wall="1h")
+    assert e.value.field == "limits"
+    c.close()
