@@ -409,11 +409,10 @@ static cJSON *run(struct cell *x, const char *code)
 
 	if (!s)
 		return fail(x, "SessionError", why);
+	if (atomic_load(&k->stopping))	/* shut down before it began: it never runs */
+		return fail(x, "KernelShutdown", "the kernel is shutting down");
 	limits = request_limits(x->m);
-	atomic_store(&k->interrupted, false);
-	atomic_store(&k->busy, true);
 	verdict = ps_session_exec(s, code, strlen(code), limits, &cb, err, sizeof(err));
-	atomic_store(&k->busy, false);
 	free(limits);
 	flush_streams(x);
 	if (!verdict && ps_session_ended(s))
@@ -444,6 +443,11 @@ void ps_kh_execute(struct ps_kchan *ch, const struct ps_kmsg *m)
 	}
 	if (!x.silent && flag(m->body, "store_history", true))
 		k->execution_count++;
+	/* Busy from here, before execute_input tells the client the cell runs: an interrupt or a
+	 * shutdown that follows execute_input finds it (kernel.c repeats both while busy). */
+	atomic_store(&k->interrupted, false);
+	atomic_fetch_add(&k->cell_seq, 1);
+	atomic_store(&k->busy, true);
 	if (!x.silent) {
 		c = cJSON_CreateObject();
 		cJSON_AddStringToObject(c, "code", code->valuestring);
@@ -451,6 +455,7 @@ void ps_kh_execute(struct ps_kchan *ch, const struct ps_kmsg *m)
 		publish_json(&x, "execute_input", c);
 	}
 	err = run(&x, code->valuestring);
+	atomic_store(&k->busy, false);
 done:
 	reply(&x, err);
 	if (err && flag(m->body, "stop_on_error", true))

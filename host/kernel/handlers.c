@@ -118,7 +118,10 @@ static void shutdown(struct ps_kchan *ch, const struct ps_kmsg *m)
 
 static void interrupt(struct ps_kchan *ch, const struct ps_kmsg *m)
 {
-	ps_kernel_interrupt(ch->k);
+	if (ch == &ch->k->control)	/* the repeats are the control thread's */
+		ps_kernel_interrupt_cell(ch->k);
+	else
+		ps_kernel_interrupt(ch->k);
 	ps_kchan_reply(ch, m, "interrupt_reply", ok_content());
 }
 

@@ -132,7 +132,7 @@ static void on_pipe_signal(struct ps_kernel *k)
 
 	while (read(sig_pipe[0], &c, 1) == 1) {
 		if (c == SIGINT) {
-			ps_kernel_interrupt(k);
+			ps_kernel_interrupt_cell(k);
 		} else {
 			ps_klog("SIGTERM: shutting down");
 			ps_kernel_stop(k);
@@ -171,6 +171,31 @@ static void end_running_cell(struct ps_kernel *k)
 	}
 }
 
+/* An interrupt that reaches the session just before its cell's process exists is dropped
+ * there; one that reached it makes it ignore the next ones (and kill the cell after its
+ * grace period). So while the same cell runs, the interrupt is sent again every 100 ms for a
+ * second: harmless when the first took, the fix when it did not. */
+void ps_kernel_interrupt_cell(struct ps_kernel *k)
+{
+	ps_kernel_interrupt(k);
+	if (atomic_load(&k->busy)) {
+		k->int_seq = atomic_load(&k->cell_seq);
+		k->int_retries = 10;
+	}
+}
+
+static void repeat_interrupt(struct ps_kernel *k)
+{
+	if (!k->int_retries)
+		return;
+	if (!atomic_load(&k->busy) || atomic_load(&k->cell_seq) != k->int_seq) {
+		k->int_retries = 0;
+		return;
+	}
+	k->int_retries--;
+	ps_kernel_interrupt(k);
+}
+
 static void *control_main(void *arg)
 {
 	struct ps_kernel *k = arg;
@@ -179,7 +204,8 @@ static void *control_main(void *arg)
 				    { NULL, sig_pipe[0], ZMQ_POLLIN, 0 } };
 
 	while (!atomic_load(&k->stopping)) {
-		if (zmq_poll(items, 2, -1) < 0) {
+		repeat_interrupt(k);
+		if (zmq_poll(items, 2, k->int_retries ? 100 : -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;	/* ETERM: the context is going away */

@@ -47,6 +47,8 @@ struct ps_kernel {
 	atomic_bool stopping;
 	atomic_bool interrupted;	/* since the running cell began */
 	atomic_bool busy;		/* a cell is in the engine */
+	atomic_uint cell_seq;		/* which cell: one more for each */
+	unsigned int_seq, int_retries;	/* control thread: an interrupt to repeat (kernel.c) */
 	int execution_count;
 	bool aborting;			/* after an error with stop_on_error: queued cells abort */
 	struct ps_kengine *engine;	/* the session behind the cells (engine.c) */
@@ -85,6 +87,8 @@ void ps_kernel_wake_shell(struct ps_kernel *k);
 int ps_kernel_engine_start(struct ps_kernel *k);
 void ps_kernel_engine_stop(struct ps_kernel *k);
 void ps_kernel_interrupt(struct ps_kernel *k);
+/* Control thread: interrupt the running cell, repeated while it runs (kernel.c). */
+void ps_kernel_interrupt_cell(struct ps_kernel *k);
 /* The session, once started (shell thread only: waits for the start). NULL with why. */
 struct ps_session;
 struct ps_session *ps_kernel_session(struct ps_kernel *k, const char **why);

@@ -695,3 +695,16 @@ def test_ipc_transport():
             kc.stop_channels()
         finally:
             km.shutdown_kernel()
+
+
+def test_interrupt_at_once_after_the_cell_starts():
+    """An interrupt sent the moment execute_input arrives can reach the session before the
+    cell's process exists (it was lost there 1 time in ~3 on a fresh kernel's first cell):
+    the kernel repeats it while the same cell runs. Checked to fail without the repeat."""
+    with running_kernel() as (km, kc):
+        for _ in range(4):
+            msg_id = kc.execute("while True: pass")
+            wait_running(kc, msg_id)
+            km.interrupt_kernel()
+            reply = kc.get_shell_msg(timeout=3)
+            assert reply["content"]["ename"] == "KeyboardInterrupt"
