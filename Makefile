@@ -118,6 +118,9 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libpysnip.a | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libpysnip.a $(LDLIBS)
 
+# The kernel's unit tests reach libcrypto (its HMAC) through the archive.
+$(BUILD)/tests/test_kernel_%: LDLIBS += $(KERNEL_LIBS)
+
 $(BUILD):
 	@mkdir -p $@
 
