@@ -209,6 +209,23 @@ def test_valid_raw_message_is_answered(kernel, raw_shell):
     assert reply["parent_header"]["msg_id"] == msg["header"]["msg_id"]
 
 
+def test_wrong_signature_dropped_on_control(kernel, kernel_log):
+    km, kc = kernel
+    info = km.get_connection_info()
+    s = zmq.Context.instance().socket(zmq.DEALER)
+    s.linger = 0
+    s.connect(f"tcp://{info['ip']}:{info['control_port']}")
+    session = jupyter_client.session.Session(key=b"not-the-key", signature_scheme="hmac-sha256")
+    try:
+        msg, frames = signed_frames(session, "shutdown_request", {"restart": False})
+        s.send_multipart(frames)
+        assert answered(s) == []
+        assert "control: dropped a message: bad signature" in log_text(kernel_log)
+        still_serving(kc)	# the forged shutdown did nothing
+    finally:
+        s.close()
+
+
 def test_wrong_signature_dropped(kernel, raw_shell, kernel_log):
     km, kc = kernel
     s, session = raw_shell
@@ -620,6 +637,18 @@ def test_heartbeat_answers_while_a_cell_runs(kernel):
         assert time.monotonic() - t0 < 1.0	# answered during the cell, not after it
     finally:
         s.close()
+    assert kc.get_shell_msg(timeout=30)["content"]["status"] == "ok"
+
+
+def test_control_answers_while_a_cell_runs(kernel):
+    km, kc = kernel
+    msg_id = kc.execute("import time\ntime.sleep(1.5)")
+    wait_running(kc, msg_id)
+    t0 = time.monotonic()
+    msg = kc.session.msg("kernel_info_request", {})
+    kc.control_channel.send(msg)
+    assert kc.get_control_msg(timeout=10)["content"]["status"] == "ok"
+    assert time.monotonic() - t0 < 1.0
     assert kc.get_shell_msg(timeout=30)["content"]["status"] == "ok"
 
 
