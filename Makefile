@@ -162,6 +162,7 @@ asan: export UBSAN_OPTIONS = print_stacktrace=1
 bench: $(BIN) $(SERVE_BIN) $(KERNEL_BIN)
 	$(PY) tests/bench/bench.py --pysnip $(abspath $(BIN))
 	$(PY) tests/bench/bench_serve.py --pysnip $(abspath $(BIN))
+	$(PY) tests/bench/bench_session.py --pysnip $(abspath $(BIN))
 	$(PY) tests/bench/bench_kernel.py --pysnip $(abspath $(BIN))
 
 deps:

@@ -1,11 +1,14 @@
 /* `pysnip session`: a session (session/session.h) on JSON lines.
  *   in:  {"id": ID, "code": S, "limits"?: {...}}   {"interrupt": ID}   {"restart": true}
+ *        {"id": ID, "query": "complete"|"inspect"|"is_complete", "code": S, "cursor"?: N}
+ *        {"input": S|null} (the answer to an input_request; null refuses: EOFError)
  *   out: {"id": ID, "event": "stdout"|"stderr", "text": S} while the cell runs,
  *        {"id": ID, "event": "display", "data": BUNDLE}, then {"id": ID, "event": "verdict",
- *        "verdict": {...}}; {"event": "restarted"}; {"event": "ended", "reason": S};
+ *        "verdict": {...}}; {"id", "event": "input_request", "prompt"}; {"id", "event":
+ *        "query", "result": {...}}; {"event": "restarted"}; {"event": "ended", "reason": S};
  *        {"id"?: ID, "event": "error", "field": F, "message": S} for a line that is wrong.
  * The main thread reads stdin (so that an interrupt reaches a running cell); cells and
- * restarts run in order on a second thread. input() in a cell gets EOFError. */
+ * restarts run in order on a second thread. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
@@ -26,6 +29,8 @@ struct job {
 	cJSON *id;		/* NULL: a restart */
 	char *code;
 	char *limits;
+	char *query;		/* "complete", "inspect", "is_complete": a query, not a cell */
+	size_t cursor;
 };
 
 static struct {
@@ -35,8 +40,11 @@ static struct {
 	bool eof, ended;
 	cJSON *running;		/* the id of the cell running now */
 	struct ps_session *s;
+	pthread_cond_t input_cv;	/* an {"input": ...} line came (input_value) */
+	bool input_wanted, input_given;
+	char *input_value;	/* NULL with input_given: refused */
 } q = { .mu = PTHREAD_MUTEX_INITIALIZER, .out_mu = PTHREAD_MUTEX_INITIALIZER,
-	.cv = PTHREAD_COND_INITIALIZER };
+	.cv = PTHREAD_COND_INITIALIZER, .input_cv = PTHREAD_COND_INITIALIZER };
 
 /* One output line, whole, under the lock: events of the runner and errors of the reader. */
 static void emit(cJSON *m, const cJSON *id)
@@ -88,6 +96,48 @@ static void on_display(void *ctx, const char *bundle)
 	emit(m, ctx);
 }
 
+/* input() in the cell: ask on stdout, wait for {"input": S} (or {"input": null}: refused). */
+static char *on_input(void *ctx, const char *prompt, bool password)
+{
+	cJSON *m = cJSON_CreateObject();
+	char *v;
+
+	cJSON_AddStringToObject(m, "event", "input_request");
+	cJSON_AddStringToObject(m, "prompt", prompt);
+	cJSON_AddBoolToObject(m, "password", password);
+	pthread_mutex_lock(&q.mu);
+	q.input_wanted = true;
+	q.input_given = false;
+	pthread_mutex_unlock(&q.mu);
+	emit(m, ctx);
+	pthread_mutex_lock(&q.mu);
+	while (!q.input_given && !q.eof)
+		pthread_cond_wait(&q.input_cv, &q.mu);
+	v = q.input_given ? q.input_value : NULL;
+	q.input_value = NULL;
+	q.input_wanted = q.input_given = false;
+	pthread_mutex_unlock(&q.mu);
+	return v;
+}
+
+static void run_query(struct job *j)
+{
+	char err[600];
+	char *r = ps_session_query(q.s, j->query, j->code, strlen(j->code), j->cursor, err,
+				   sizeof(err));
+	cJSON *m;
+
+	if (!r) {
+		emit_error(j->id, "query", err);
+		return;
+	}
+	m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "event", "query");
+	cJSON_AddItemToObject(m, "result", cJSON_Parse(r) ?: cJSON_CreateNull());
+	free(r);
+	emit(m, j->id);
+}
+
 static void run_job(struct job *j)
 {
 	char err[600];
@@ -103,7 +153,13 @@ static void run_job(struct job *j)
 		}
 		return;
 	}
-	struct ps_session_cb cb = { .ctx = j->id, .stream = on_stream, .display = on_display };
+	if (j->query) {
+		cJSON_Delete(m);
+		run_query(j);
+		return;
+	}
+	struct ps_session_cb cb = { .ctx = j->id, .stream = on_stream, .display = on_display,
+				    .input = on_input };
 	char *v = ps_session_exec(q.s, j->code, strlen(j->code), j->limits, &cb, err, sizeof(err));
 
 	if (v) {
@@ -166,6 +222,7 @@ static void *runner(void *unused)
 		cJSON_Delete(j->id);
 		free(j->code);
 		free(j->limits);
+		free(j->query);
 		free(j);
 	}
 }
@@ -195,7 +252,23 @@ static void on_interrupt(const cJSON *id)
 		emit_error(id, "interrupt", "interrupt: no cell with this id is running");
 }
 
-/* One input line: a cell, an interrupt or a restart; anything else is an error line. */
+static void take_input(const cJSON *id, const cJSON *input)
+{
+	bool ok;
+
+	pthread_mutex_lock(&q.mu);
+	ok = q.input_wanted && !q.input_given && (cJSON_IsString(input) || cJSON_IsNull(input));
+	if (ok) {
+		q.input_value = cJSON_IsString(input) ? strdup(input->valuestring) : NULL;
+		q.input_given = true;
+		pthread_cond_signal(&q.input_cv);
+	}
+	pthread_mutex_unlock(&q.mu);
+	if (!ok)
+		emit_error(id, "input", "input: no cell is waiting for input (or not a string/null)");
+}
+
+/* One input line: a cell, a query, an input() answer, an interrupt or a restart; anything else is an error line. */
 static void take_line(const char *line)
 {
 	cJSON *m = cJSON_Parse(line);
@@ -203,12 +276,17 @@ static void take_line(const char *line)
 	const cJSON *code = cJSON_GetObjectItemCaseSensitive(m, "code");
 	const cJSON *lim = cJSON_GetObjectItemCaseSensitive(m, "limits");
 	const cJSON *intr = cJSON_GetObjectItemCaseSensitive(m, "interrupt");
+	const cJSON *input = cJSON_GetObjectItemCaseSensitive(m, "input");
+	const cJSON *query = cJSON_GetObjectItemCaseSensitive(m, "query");
+	const cJSON *cursor = cJSON_GetObjectItemCaseSensitive(m, "cursor");
 	struct job *j;
 
 	if (!cJSON_IsObject(m)) {
 		emit_error(NULL, NULL, "not a JSON object");
 	} else if (intr) {
 		on_interrupt(intr);
+	} else if (input) {
+		take_input(id, input);
 	} else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "restart"))) {
 		j = calloc(1, sizeof(*j));
 		if (j)
@@ -219,9 +297,17 @@ static void take_line(const char *line)
 		emit_error(id, "code", "code: missing or not a string");
 	} else if (lim && !cJSON_IsObject(lim) && !cJSON_IsNull(lim)) {
 		emit_error(id, "limits", "limits: not an object");
+	} else if (query && (!cJSON_IsString(query) || (strcmp(query->valuestring, "complete") &&
+			     strcmp(query->valuestring, "inspect") &&
+			     strcmp(query->valuestring, "is_complete")))) {
+		emit_error(id, "query", "query: complete, inspect or is_complete");
+	} else if (cursor && !(cJSON_IsNumber(cursor) && cursor->valuedouble >= 0)) {
+		emit_error(id, "cursor", "cursor: not a non-negative number");
 	} else if ((j = calloc(1, sizeof(*j)))) {
 		j->id = cJSON_Duplicate(id, true);
 		j->code = strdup(code->valuestring);
+		j->query = query ? strdup(query->valuestring) : NULL;
+		j->cursor = cursor ? (size_t)cursor->valuedouble : strlen(code->valuestring);
 		j->limits = lim && cJSON_IsObject(lim) ? cJSON_PrintUnformatted(lim) : NULL;
 		push(j);
 	}
@@ -319,6 +405,7 @@ int ps_cmd_session(int argc, char **argv)
 	pthread_mutex_lock(&q.mu);
 	q.eof = true;
 	pthread_cond_signal(&q.cv);
+	pthread_cond_signal(&q.input_cv);
 	pthread_mutex_unlock(&q.mu);
 	pthread_join(t, NULL);
 	ps_session_close(q.s);

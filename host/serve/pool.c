@@ -511,5 +511,13 @@ int ps_zygote_session(struct ps_zygote *z, const struct ps_limits *limits,
 			 RESTART_WAIT_MS / 1000);
 		return -1;
 	}
-	return ps_session_adopt(e.fd[0], e.fd[1], out, err, errlen);
+	if (ps_session_adopt(e.fd[0], e.fd[1], out, err, errlen) < 0)
+		return -1;
+	/* a session host forked ahead of demand has the policy's limits: set the request's */
+	if (ps_session_configure(*out, limits, sl, err, errlen) < 0) {
+		ps_session_close(*out);
+		*out = NULL;
+		return -1;
+	}
+	return 0;
 }

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "policy/policy.h"
 #include "run/result.h"
 #include "util/util.h"
 
@@ -32,6 +33,7 @@ struct ps_session {
 	size_t len, cap;
 	char ended[300];
 	bool gone;
+	char *verdict_text;	/* the last verdict line's "verdict" value, cut from its text */
 };
 
 static int send_line(struct ps_session *s, const char *line)
@@ -307,17 +309,27 @@ static cJSON *await_event(struct ps_session *s, const char *want, const struct p
 		cJSON *m = line ? cJSON_Parse(line) : NULL;
 		const char *ev = m ? str_of(m, "event") : NULL;
 
-		free(line);
 		if (!line) {
 			set_gone(s, err, errlen);
 			return NULL;
 		}
 		if (!ev) {
+			free(line);
 			cJSON_Delete(m);
 			continue;
 		}
-		if (!strcmp(ev, want))
+		if (!strcmp(ev, want)) {
+			/* the host writes "verdict" last: {"event":..,"verdict":{...}} */
+			char *at = strstr(line, ",\"verdict\":{");
+			size_t n = strlen(line);
+
+			free(s->verdict_text);
+			s->verdict_text = at && n > 2 && line[n - 1] == '}' ?
+				strndup(at + 11, (size_t)(line + n - 1 - (at + 11))) : NULL;
+			free(line);
 			return m;
+		}
+		free(line);
 		if (note_ended(s, m, err, errlen)) {
 			cJSON_Delete(m);
 			return NULL;
@@ -380,7 +392,6 @@ char *ps_session_exec(struct ps_session *s, const char *code, size_t len, const 
 
 		if (over)	/* this cell used up a session limit */
 			snprintf(s->ended, sizeof(s->ended), "%s", over);
-
 		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(v, "display"))
 		{
 			char *b = cb && cb->display ? cJSON_PrintUnformatted(d) : NULL;
@@ -389,7 +400,10 @@ char *ps_session_exec(struct ps_session *s, const char *code, size_t len, const 
 				cb->display(cb->ctx, b);
 			free(b);
 		}
-		out = cJSON_PrintUnformatted(v);
+		out = s->verdict_text;	/* the verdict's own text, as the host wrote it */
+		s->verdict_text = NULL;
+		if (!out)
+			out = cJSON_PrintUnformatted(v);
 		cJSON_Delete(m);
 	}
 out:
@@ -436,6 +450,33 @@ char *ps_session_query(struct ps_session *s, const char *kind, const char *code,
 	}
 	pthread_mutex_unlock(&s->mu);
 	return out;
+}
+
+int ps_session_configure(struct ps_session *s, const struct ps_limits *cell,
+			 const struct ps_session_limits *sl, char *err, size_t errlen)
+{
+	cJSON *req = cJSON_CreateObject(), *l, *m;
+	int ret = -1;
+
+	cJSON_AddStringToObject(req, "op", "configure");
+	l = cJSON_AddObjectToObject(req, "limits");
+	cJSON_AddNumberToObject(l, "wall_ms", (double)cell->wall_ms);
+	cJSON_AddNumberToObject(l, "cpu_ms", (double)cell->cpu_ms);
+	cJSON_AddNumberToObject(l, "output_bytes", (double)cell->output_bytes);
+	l = cJSON_AddObjectToObject(req, "session");
+	cJSON_AddNumberToObject(l, "idle_ms", (double)sl->idle_ms);
+	cJSON_AddNumberToObject(l, "lifetime_ms", (double)sl->lifetime_ms);
+	cJSON_AddNumberToObject(l, "cpu_ms", (double)sl->cpu_ms);
+	cJSON_AddNumberToObject(l, "cells", (double)sl->cells);
+	pthread_mutex_lock(&s->mu);
+	if (send_json(s, req) < 0) {
+		set_gone(s, err, errlen);
+	} else if ((m = await_event(s, "configured", NULL, err, errlen))) {
+		cJSON_Delete(m);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return ret;
 }
 
 int ps_session_restart(struct ps_session *s, char *err, size_t errlen)
@@ -523,5 +564,6 @@ void ps_session_close(struct ps_session *s)
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->wmu);
 	free(s->buf);
+	free(s->verdict_text);
 	free(s);
 }

@@ -130,7 +130,10 @@ static void serve_one(const struct ps_scmd *q)
 		free(code);
 		return;
 	}
-	pid = ps_interp_fork();
+	/* EAGAIN: RLIMIT_NPROC still counts the holder the last kept cell replaced, until its
+	 * reaper (the PID namespace's init, or the host) has reaped it: a moment */
+	for (int i = 0; (pid = ps_interp_fork()) < 0 && errno == EAGAIN && i < 200; i++)
+		usleep(1000);
 	if (pid < 0) {
 		send_rec(PS_REC_CELL_REAPED, -1, errno, NULL, NULL);
 		free(code);

@@ -16,6 +16,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <sched.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,7 +114,10 @@ static struct ps_limits holder_limits(const struct host *h)
 	struct ps_limits l = h->cell;
 
 	l.cpu_ms = 0;
-	l.processes = (h->cell.processes ? h->cell.processes : 1) + 2;
+	/* the holder, its cell, the holder the last kept cell replaced (its teardown is not
+	 * waited for), and the first holder left a zombie once a cell replaced it
+	 * (ps_host_reap_others: its pid is the session's process group) */
+	l.processes = (h->cell.processes ? h->cell.processes : 1) + 4;
 	if (h->slot_lock < 0)
 		l.processes += SHARED_UID_HEADROOM;
 	return l;
@@ -146,17 +150,29 @@ void ps_host_kill_holder(struct host *h)
 		return;
 	/* every holder and cell stays in the first holder's process group (setsid and
 	 * setpgid are not in the filter), and in the PID namespace */
-	kill(-h->group, SIGKILL);
 	if (h->holder_pidfd >= 0) {
 		syscall(SYS_pidfd_send_signal, h->holder_pidfd, SIGKILL, NULL, 0);
 		close(h->holder_pidfd);
 	}
 	h->holder_pidfd = -1;
+	if (h->dying_pidfd >= 0)
+		close(h->dying_pidfd);
+	h->dying_pidfd = -1;
+	/* The first holder is our child and unreaped until the end (settle() leaves it), so
+	 * its pid, which is the session's process group, still names only the session. Without
+	 * a PID namespace (whose init's end waits for every member) the session's orphans are
+	 * ours (PR_SET_CHILD_SUBREAPER): wait for them to be gone, so that their uid's
+	 * RLIMIT_NPROC is free for the next session that takes it. */
+	for (uint64_t end = ps_now_us() + 2000000;;) {
+		kill(-h->group, SIGKILL);
+		if (ps_host_reap_others(h->hp.pid) == 0 || (h->w.ns_static & CLONE_NEWPID) ||
+		    ps_now_us() >= end)
+			break;
+		usleep(1000);
+	}
 	if (h->hp.pid > 0)
 		waitpid(h->hp.pid, NULL, 0);
 	h->hp.pid = -1;
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
 	ps_worker_cleanup(&h->hp, &h->ho);
 	ps_outcome_free(&h->ho);
 	h->holder_up = false;
@@ -371,6 +387,44 @@ static int op_restart(struct host *h)
 	return send_info(h, "restarted");
 }
 
+/* A session a zygote forked ahead of demand learns its request's limits here, before its
+ * first cell: the cells' wall, CPU and output (tightening only) and the session's own.
+ * {"op":"configure","limits":{"wall_ms":N,"cpu_ms":N,"output_bytes":N},"session":{"idle_ms":
+ * N,"lifetime_ms":N,"cpu_ms":N,"cells":N}} -> {"event":"configured"} */
+static int op_configure(struct host *h, const cJSON *m)
+{
+	static const struct {
+		const char *obj, *key;
+		size_t off;
+		bool cell;
+	} keys[] = {
+		{ "limits", "wall_ms", offsetof(struct ps_limits, wall_ms), true },
+		{ "limits", "cpu_ms", offsetof(struct ps_limits, cpu_ms), true },
+		{ "limits", "output_bytes", offsetof(struct ps_limits, output_bytes), true },
+		{ "session", "idle_ms", offsetof(struct ps_session_limits, idle_ms), false },
+		{ "session", "lifetime_ms", offsetof(struct ps_session_limits, lifetime_ms), false },
+		{ "session", "cpu_ms", offsetof(struct ps_session_limits, cpu_ms), false },
+		{ "session", "cells", offsetof(struct ps_session_limits, cells), false },
+	};
+
+	if (h->cells)
+		return send_error(h, "op", "configure: only before the first cell");
+	for (size_t i = 0; i < PS_ARRAY_LEN(keys); i++) {
+		const cJSON *o = cJSON_GetObjectItemCaseSensitive(m, keys[i].obj);
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, keys[i].key);
+		uint64_t *slot = (uint64_t *)((char *)(keys[i].cell ? (void *)&h->cell : (void *)&h->sl) +
+					      keys[i].off);
+
+		if (!cJSON_IsNumber(v) || v->valuedouble < 0)
+			continue;
+		if (keys[i].cell && *slot && (uint64_t)v->valuedouble > *slot)
+			return send_error(h, keys[i].key, "configure: looser than the policy's");
+		*slot = (uint64_t)v->valuedouble;
+	}
+	h->start_us = h->idle_since_us = ps_now_us();
+	return ps_host_send(h, "{\"event\":\"configured\"}");
+}
+
 static int handle_line(struct host *h, char *line)
 {
 	cJSON *m = cJSON_Parse(line);
@@ -390,6 +444,8 @@ static int handle_line(struct host *h, char *line)
 		ret = op_restart(h);
 	else if (!strcmp(o, "info"))
 		ret = send_info(h, "info");
+	else if (!strcmp(o, "configure"))
+		ret = op_configure(h, m);
 	else if (strcmp(o, "interrupt") && strcmp(o, "input"))	/* late: no cell runs */
 		ret = send_error(h, "op", "op: exec, query, restart, info, interrupt or input");
 	cJSON_Delete(m);
@@ -538,6 +594,7 @@ static void host_init(struct host *h)
 	memset(h, 0, sizeof(*h));
 	h->slot_lock = -1;
 	h->holder_pidfd = -1;
+	h->dying_pidfd = -1;
 	h->grace_ms = DEFAULT_GRACE_MS;
 	h->start_us = h->idle_since_us = ps_now_us();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);	/* our parent's death ends the session */

@@ -34,6 +34,7 @@ struct cell {
 	bool done, reaped, decided, keep, killed, holder_dead, cell_dead, front_gone;
 	bool interrupted, int_killed, cpu_killed, input_pending;
 	uint64_t output_total;
+	char *rendered;		/* the verdict as decide() rendered it (its outcome is final) */
 };
 
 static int pidfd_signal(int pidfd, int sig)
@@ -169,17 +170,13 @@ static void rusage_from(struct rusage *ru, const struct ps_status_rec *rec)
 	ru->ru_maxrss = rec->maxrss_kb;
 }
 
-/* The status a verdict of this outcome would have. */
-static char *verdict_status(struct cell *c, char *buf, size_t len)
+/* The verdict's status, from its text (ps_verdict_render writes it early, unquoted). */
+static void status_of(const char *json, char *buf, size_t len)
 {
-	char *v = ps_verdict_render(&c->h->p, &c->r, &c->o, false);
-	cJSON *j = v ? cJSON_Parse(v) : NULL;
-	cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
+	const char *p = json ? strstr(json, "\"status\":\"") : NULL;
+	size_t n = p ? strcspn(p + 10, "\"") : 0;
 
-	snprintf(buf, len, "%s", cJSON_IsString(s) ? s->valuestring : "internal_error");
-	cJSON_Delete(j);
-	free(v);
-	return buf;
+	snprintf(buf, len, "%.*s", (int)n, p ? p + 10 : "");
 }
 
 /* The cell ended by itself: keep it unless its end is one a limit forced (out of memory). */
@@ -192,14 +189,21 @@ static void decide(struct cell *c, const struct ps_status_rec *rec)
 	c->o.reaped = true;
 	c->o.wait_status = (rec->err & 0xff) << 8;
 	rusage_from(&c->o.ru, rec);
-	c->o.run_us = ps_now_us() - c->start_us - c->o.setup_us;
-	verdict_status(c, st, sizeof(st));
+	c->o.wall_us = ps_now_us() - c->start_us;
+	c->o.run_us = c->o.wall_us - c->o.setup_us;
+	free(c->rendered);
+	c->rendered = ps_verdict_render(&c->h->p, &c->r, &c->o, false);
+	status_of(c->rendered, st, sizeof(st));
 	c->decided = true;
 	c->keep = c->q->kind == PS_SCMD_EXEC && !c->killed &&
 		  (!strcmp(st, "ok") || !strcmp(st, "exception") || !strcmp(st, "denied"));
 	if (c->keep) {
+		/* the old holder is blocked in wait4 and never runs again once the signal is
+		 * sent: the cell is the holder from here on, without waiting for the teardown
+		 * of the old one's address space */
 		if (!c->holder_dead)
 			pidfd_signal(c->h->holder_pidfd, SIGKILL);
+		c->holder_dead = true;
 	} else {
 		kill_cell(c);
 	}
@@ -402,7 +406,8 @@ static void supervise(struct cell *c)
 		if (p[6].revents)
 			c->holder_dead = true;
 	}
-	c->o.wall_us = ps_now_us() - c->start_us;
+	if (!c->done)
+		c->o.wall_us = ps_now_us() - c->start_us;
 	if (!c->o.run_us && c->o.wall_us > c->o.setup_us)
 		c->o.run_us = c->o.wall_us - c->o.setup_us;
 }
@@ -461,28 +466,27 @@ static const char *rollback_reason(const struct cell *c, const char *status, cha
 	return buf;
 }
 
-/* The verdict line: the run's verdict plus the session's fields. */
+/* The verdict line: the run's verdict plus the session's fields, spliced into its text (the
+ * verdict is not parsed again): {"event":"verdict","session_ended"?:S,"verdict":{...}}. */
 static int send_verdict(struct cell *c)
 {
 	struct host *h = c->h;
-	char *v = ps_verdict_render(&h->p, &c->r, &c->o, false);
-	cJSON *j = v ? cJSON_Parse(v) : NULL, *rep = report_of(c), *m;
-	const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
-	char why[700];
+	char *v = c->rendered ? c->rendered : ps_verdict_render(&h->p, &c->r, &c->o, false);
+	cJSON *rep = c->done ? report_of(c) : NULL, *tail = cJSON_CreateObject(), *head;
+	const cJSON *res = cJSON_GetObjectItemCaseSensitive(rep, "result");
+	const cJSON *disp = cJSON_GetObjectItemCaseSensitive(rep, "display");
+	char why[700], st[32], *t = NULL, *hd = NULL, *line = NULL;
 	const char *state = "kept", *reason = NULL;
-	char *line;
-	int ret;
+	int ret = -1;
 
-	free(v);
-	if (!j)
-		return ps_host_send(h, "{\"event\":\"error\",\"message\":\"verdict: out of memory\"}");
+	c->rendered = NULL;
+	status_of(v, st, sizeof(st));
 	if (c->keep && h->lost[0]) {
 		state = "lost";
 		reason = h->lost;
 	} else if (!c->keep && (c->reaped || !c->holder_dead)) {
 		state = "rolled_back";
-		reason = rollback_reason(c, cJSON_IsString(st) ? st->valuestring : "", why,
-					 sizeof(why));
+		reason = rollback_reason(c, st, why, sizeof(why));
 		h->rolled_back++;
 	} else if (!c->keep) {
 		state = "lost";
@@ -490,28 +494,35 @@ static int send_verdict(struct cell *c)
 			 "the session?): no state to roll back to; the next cell starts afresh");
 		reason = why;
 	}
-	cJSON_AddNumberToObject(j, "execution_count", (double)h->count);
-	cJSON_AddStringToObject(j, "state", state);
+	cJSON_AddNumberToObject(tail, "execution_count", (double)h->count);
+	cJSON_AddStringToObject(tail, "state", state);
 	if (reason)
-		cJSON_AddStringToObject(j, "state_reason", reason);
+		cJSON_AddStringToObject(tail, "state_reason", reason);
 	else
-		cJSON_AddNullToObject(j, "state_reason");
-	cJSON *res = cJSON_GetObjectItemCaseSensitive(rep, "result");
-	cJSON *disp = cJSON_GetObjectItemCaseSensitive(rep, "display");
-	cJSON_AddItemToObject(j, "result", c->done && cJSON_IsObject(res) ?
-						   cJSON_Duplicate(res, true) : cJSON_CreateNull());
-	cJSON_AddItemToObject(j, "display", c->done && cJSON_IsArray(disp) ?
-						    cJSON_Duplicate(disp, true) : cJSON_CreateArray());
-	m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "event", "verdict");
-	cJSON_AddItemToObject(m, "verdict", j);
+		cJSON_AddNullToObject(tail, "state_reason");
+	cJSON_AddItemToObject(tail, "result", cJSON_IsObject(res) ? cJSON_Duplicate(res, true)
+								  : cJSON_CreateNull());
+	cJSON_AddItemToObject(tail, "display", cJSON_IsArray(disp) ? cJSON_Duplicate(disp, true)
+								   : cJSON_CreateArray());
+	head = cJSON_CreateObject();
+	cJSON_AddStringToObject(head, "event", "verdict");
 	if (ps_host_session_over(h, ps_now_us()))	/* the front learns it with the verdict */
-		cJSON_AddStringToObject(m, "session_ended", h->ended);
-	line = cJSON_PrintUnformatted(m);
-	cJSON_Delete(m);
-	cJSON_Delete(rep);
-	ret = line ? ps_host_send(h, line) : -1;
+		cJSON_AddStringToObject(head, "session_ended", h->ended);
+	t = cJSON_PrintUnformatted(tail);
+	hd = cJSON_PrintUnformatted(head);
+	if (v && t && hd && v[0] == '{' && v[strlen(v) - 1] == '}' &&
+	    asprintf(&line, "%.*s,\"verdict\":%.*s,%s}", (int)strlen(hd) - 1, hd,
+		     (int)strlen(v) - 1, v, t + 1) < 0)
+		line = NULL;
+	ret = line ? ps_host_send(h, line)
+		   : ps_host_send(h, "{\"event\":\"error\",\"message\":\"verdict: out of memory\"}");
 	free(line);
+	free(t);
+	free(hd);
+	free(v);
+	cJSON_Delete(tail);
+	cJSON_Delete(head);
+	cJSON_Delete(rep);
 	return ret;
 }
 
@@ -536,6 +547,18 @@ static int send_query(struct cell *c)
 	return ret;
 }
 
+/* The holder a kept cell replaced was killed without waiting for its teardown, and the next
+ * cell does not wait for it either (it would be most of a cell's latency): RLIMIT_NPROC has
+ * room for it (holder_limits), and the holder retries a fork refused meanwhile. */
+static void forget_dying(struct host *h)
+{
+	if (h->dying_pidfd < 0)
+		return;
+	close(h->dying_pidfd);
+	h->dying_pidfd = -1;
+	ps_host_reap_others(h->hp.pid);	/* an orphan of ours without a PID namespace */
+}
+
 static int send_command(struct cell *c)
 {
 	struct ps_scmd q = { .magic = PS_SCMD_MAGIC, .kind = (uint32_t)c->q->kind,
@@ -544,6 +567,7 @@ static int send_command(struct cell *c)
 
 	if (c->q->query)
 		snprintf(q.query, sizeof(q.query), "%s", c->q->query);
+	forget_dying(c->h);
 	if (ps_write_all(c->h->hp.f.in, &q, sizeof(q)) < 0 ||
 	    ps_write_all(c->h->hp.f.in, c->q->code, c->q->len) < 0) {
 		c->holder_dead = true;
@@ -558,8 +582,9 @@ static void settle(struct cell *c)
 	struct host *h = c->h;
 
 	if (c->keep) {
-		if (h->holder_pidfd >= 0)
-			close(h->holder_pidfd);
+		if (h->dying_pidfd >= 0)
+			close(h->dying_pidfd);
+		h->dying_pidfd = h->holder_pidfd;	/* awaited before the next fork */
 		h->holder = c->pid;
 		h->holder_proc = c->pid_proc;
 		h->holder_pidfd = c->pidfd;
@@ -573,8 +598,7 @@ static void settle(struct cell *c)
 	}
 	if (c->pidfd >= 0)
 		close(c->pidfd);
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	ps_host_reap_others(h->hp.pid);
 }
 
 int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
@@ -602,6 +626,7 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 	if (send_command(&c) == 0)
 		supervise(&c);
 	if (c.front_gone) {
+		free(c.rendered);
 		kill_cell(&c);
 		ps_outcome_free(&c.o);
 		if (c.pidfd >= 0)
@@ -617,6 +642,7 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 			     (uint64_t)(c.o.ru.ru_utime.tv_usec + c.o.ru.ru_stime.tv_usec);
 	}
 	ret = q->kind == PS_SCMD_EXEC ? send_verdict(&c) : send_query(&c);
+	free(c.rendered);
 	settle(&c);
 	ps_outcome_free(&c.o);
 	return ret;

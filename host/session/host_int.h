@@ -31,6 +31,7 @@ struct host {
 	pid_t holder;
 	pid_t holder_proc;		/* the holder as /proc names it (procs.c) */
 	int holder_pidfd;
+	int dying_pidfd;		/* the holder a kept cell replaced, until it is gone */
 	pid_t group;
 	struct ps_held held;
 	char token[40];
@@ -52,6 +53,10 @@ struct ps_host_pid {
 	pid_t ours;	/* as our calls (pidfd_open, kill) name it */
 };
 int ps_host_find_child(pid_t parent_proc, pid_t inner, struct ps_host_pid *out);
+/* Reap every child of ours that has ended but keep (the first holder, left a zombie so that
+ * its pid, the session's process group, cannot be reused while we may signal the group).
+ * Returns how many children are still running. */
+int ps_host_reap_others(pid_t keep);
 
 /* host.c */
 int ps_host_send(struct host *h, const char *line);	/* one JSON line to the front */

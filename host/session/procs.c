@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "util/util.h"
 
@@ -75,4 +76,31 @@ int ps_host_find_child(pid_t parent_proc, pid_t inner, struct ps_host_pid *out)
 	}
 	free(buf);
 	return found;
+}
+
+int ps_host_reap_others(pid_t keep)
+{
+	char *buf = NULL, *save = NULL;
+	size_t len = 0;
+	int left = 0;
+
+	if (ps_read_file("/proc/thread-self/children", &buf, &len) < 0)
+		return 0;
+	for (char *tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+		pid_t f[MAX_LEVELS], ours;
+		char st[64];
+		int n;
+
+		snprintf(st, sizeof(st), "/proc/%s/status", tok);
+		n = nspids(st, f, MAX_LEVELS);
+		if (n <= my_level())
+			continue;
+		ours = f[my_level()];
+		if (ours == keep)
+			continue;
+		if (waitpid(ours, NULL, WNOHANG) == 0)
+			left++;
+	}
+	free(buf);
+	return left;
 }

@@ -121,4 +121,10 @@ int ps_session_host_run(const struct ps_policy *p, uint32_t layers_off, const ch
  * *out, or -1 with err. */
 int ps_session_adopt(int fd, int pidfd, struct ps_session **out, char *err, size_t errlen);
 
+/* Before the first cell of an adopted session (one a zygote forked ahead of demand with its
+ * policy's limits): the cells' wall, CPU and output (may only tighten) and the session's
+ * limits. 0, or -1 with err. */
+int ps_session_configure(struct ps_session *s, const struct ps_limits *cell,
+			 const struct ps_session_limits *sl, char *err, size_t errlen);
+
 #endif

@@ -46,8 +46,11 @@ struct zyg {
 	struct zsess {
 		pid_t pid;
 		int pidfd;
+		bool spare;	/* forked ahead of demand; its socket is spare_sock */
 	} *sess;		/* served sessions' hosts (our children): to reap */
 	size_t n_sess, cap_sess;
+	int spare_sock;		/* -1: no session host forked ahead */
+	bool sessions_wanted;	/* a session was asked for: keep one forked ahead */
 };
 
 /* The lowest free slot, preferring one whose uid (a policy's uid range) no live worker has,
@@ -148,19 +151,12 @@ static int fork_worker(struct zyg *z, const struct ps_limits *l, uint64_t tag)
 }
 
 /* A served session: a child of ours becomes its session host, from our initialised
- * interpreter (no start of its own); the front gets the socket to it and its pidfd. */
-static void fork_session(struct zyg *z, const struct ps_zcmd *c)
+ * interpreter (no start of its own). Returns the socket to it (and its pid, reaped by us
+ * through its pidfd in z->sess), or -1. */
+static int spawn_session(struct zyg *z, const struct ps_limits *l,
+			 const struct ps_session_limits *sl, int slot, struct zsess **out)
 {
-	struct ps_zworker m = { .magic = PS_ZWORKER_MAGIC, .tag = c->tag };
-	int sv[2], fds[PS_ZSESSION_FDS], pidfd;
-	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
-	union {
-		char buf[CMSG_SPACE(sizeof(fds))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			      .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	int sv[2], pidfd;
 	pid_t pid;
 
 	if (z->n_sess == z->cap_sess) {
@@ -168,21 +164,20 @@ static void fork_session(struct zyg *z, const struct ps_zcmd *c)
 		struct zsess *ns = realloc(z->sess, cap * sizeof(*ns));
 
 		if (!ns)
-			return;
+			return -1;
 		z->sess = ns;
 		z->cap_sess = cap;
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return;
+		return -1;
 	pid = fork();
 	if (pid == 0) {
 		/* its fd 3 is the front's socket (no longer our control socket); nothing else of
-		 * ours (other workers' channels, life pipes) stays open in it */
+		 * ours (other workers' channels, life pipes, a spare session's socket) stays open */
 		if (dup2(sv[1], PS_ZYGOTE_CTL_FD) < 0)
 			_exit(PS_EXIT_INTERNAL);
 		syscall(SYS_close_range, PS_ZYGOTE_CTL_FD + 1, ~0U, 0);
-		_exit(ps_session_host_run(&z->p, z->w.layers_off, z->w.shared_scratch, &c->limits,
-					  &c->session, c->slot));
+		_exit(ps_session_host_run(&z->p, z->w.layers_off, z->w.shared_scratch, l, sl, slot));
 	}
 	close(sv[1]);
 	pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
@@ -192,19 +187,83 @@ static void fork_session(struct zyg *z, const struct ps_zcmd *c)
 			waitpid(pid, NULL, 0);
 		}
 		close(sv[0]);
-		return;
+		return -1;
 	}
-	m.pid = pid;
-	fds[0] = sv[0];
-	fds[1] = pidfd;
+	z->sess[z->n_sess] = (struct zsess){ pid, pidfd, false };
+	*out = &z->sess[z->n_sess++];
+	return sv[0];
+}
+
+/* The socket (closed here: the front holds it now) and pidfd of a session host, to the
+ * front, as the answer to the PS_ZCMD_SESSION with this tag. */
+static void hand_session(const struct zsess *e, int sock, uint64_t tag)
+{
+	struct ps_zworker m = { .magic = PS_ZWORKER_MAGIC, .tag = tag, .pid = e->pid };
+	int fds[PS_ZSESSION_FDS] = { sock, e->pidfd };
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	union {
+		char buf[CMSG_SPACE(sizeof(fds))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(fds));
 	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
 	if (sendmsg(PS_ZYGOTE_CTL_FD, &msg, MSG_NOSIGNAL) < 0)
-		kill(pid, SIGKILL);	/* reaped below like any other */
-	close(sv[0]);
-	z->sess[z->n_sess++] = (struct zsess){ pid, pidfd };
+		kill(e->pid, SIGKILL);	/* reaped like any other */
+	close(sock);
+}
+
+/* Whether a session host forked ahead with the policy's limits serves a request for these:
+ * the limits its holder's phases applied (memory is the session's) must be the same; the
+ * rest the front sets before the first cell (ps_session_configure). */
+static bool spare_fits(const struct zyg *z, const struct ps_limits *l)
+{
+	const struct ps_limits *p = &z->p.limits;
+
+	return l->memory_bytes == p->memory_bytes && l->file_size_bytes == p->file_size_bytes &&
+	       l->open_files == p->open_files && l->processes == p->processes &&
+	       l->scratch_bytes == p->scratch_bytes;
+}
+
+static void fork_session(struct zyg *z, const struct ps_zcmd *c)
+{
+	struct zsess *e = NULL;
+	int sock;
+
+	z->sessions_wanted = true;	/* from now on one is kept forked ahead */
+	if (z->spare_sock >= 0 && spare_fits(z, &c->limits)) {
+		for (size_t i = 0; i < z->n_sess; i++)
+			if (z->sess[i].spare)
+				e = &z->sess[i];
+		if (e) {
+			e->spare = false;
+			hand_session(e, z->spare_sock, c->tag);
+			z->spare_sock = -1;
+			return;
+		}
+	}
+	sock = spawn_session(z, &c->limits, &c->session, c->slot, &e);
+	if (sock >= 0)
+		hand_session(e, sock, c->tag);
+}
+
+/* One session host forked ahead of demand, with the policy's limits: a request then costs
+ * no fork, no filter build, no namespace and no holder start. */
+static void keep_spare_session(struct zyg *z)
+{
+	struct ps_session_limits none = { 0 };
+	struct zsess *e;
+
+	if (!z->sessions_wanted || z->spare_sock >= 0)
+		return;
+	z->spare_sock = spawn_session(z, &z->p.limits, &none, -1, &e);
+	if (z->spare_sock >= 0)
+		e->spare = true;
 }
 
 static void reap_session(struct zyg *z, size_t i)
@@ -212,6 +271,10 @@ static void reap_session(struct zyg *z, size_t i)
 	while (waitpid(z->sess[i].pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	close(z->sess[i].pidfd);
+	if (z->sess[i].spare && z->spare_sock >= 0) {	/* the spare died: make another */
+		close(z->spare_sock);
+		z->spare_sock = -1;
+	}
 	z->sess[i] = z->sess[--z->n_sess];
 }
 
@@ -310,6 +373,8 @@ static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 			failures = 0;
 			z->unclaimed++;
 		}
+		if (!running(z))
+			keep_spare_session(z);
 		if (cap < z->n + z->n_sess + 1) {
 			cap = z->n + z->n_sess + 16;
 			p = realloc(p, cap * sizeof(*p));
@@ -378,7 +443,7 @@ int ps_cmd_zygote(int argc, char **argv)
 	const char *lo = arg_value(argc, argv, "--layers-off");
 	const char *parent = arg_value(argc, argv, "--parent");
 	const char *spare = arg_value(argc, argv, "--spare");
-	struct zyg z = { 0 };
+	struct zyg z = { .spare_sock = -1 };
 	char err[1024];
 
 	if (!policy || !lo || !parent || !spare || fcntl(PS_ZYGOTE_CTL_FD, F_GETFD) < 0) {
