@@ -477,15 +477,18 @@ def test_silent_cell_publishes_nothing(kernel):
     assert [m["msg_type"] for m in msgs] == ["status", "status"]
 
 
-@pytest.mark.xfail(strict=True, reason="the session engine answers 'verdict: out of memory' "
-                   "for a cell whose output is not UTF-8 (host/session/, not the kernel)")
-def test_stream_text_is_valid_utf8(kernel):
-    km, kc = kernel
-    code = ("import sys\nsys.stdout.buffer.write(b'caf\\xc3')\nsys.stdout.flush()\n"
-            "sys.stdout.buffer.write(b'\\xa9 \\xff end\\n')\n")
-    reply, msgs = execute(kc, code)
-    text = "".join(s["text"] for s in outputs(msgs, "stream"))
-    assert text == "caf\u00e9 \ufffd end\n"
+@pytest.mark.xfail(strict=True, reason="the session engine (host/session/) does not answer a "
+                   "cell whose output is not UTF-8: 'verdict: out of memory' at a1a51ef, no "
+                   "verdict at all at 4f36913; the kernel's own UTF-8 step is unit-tested "
+                   "(test_kernel_wire) and fuzzed (fuzz_kernel_utf8)")
+def test_stream_text_is_valid_utf8():
+    """Its own kernel: a session that hangs here must not take the module's kernel with it."""
+    with running_kernel() as (km, kc):
+        code = ("import sys\nsys.stdout.buffer.write(b'caf\\xc3')\nsys.stdout.flush()\n"
+                "sys.stdout.buffer.write(b'\\xa9 \\xff end\\n')\n")
+        reply, msgs = execute(kc, code, timeout=10)
+        text = "".join(s["text"] for s in outputs(msgs, "stream"))
+        assert text == "caf\u00e9 \ufffd end\n"
 
 
 def test_input_through_stdin(kernel):
