@@ -740,3 +740,21 @@ def test_interrupt_at_once_after_the_cell_starts():
             km.interrupt_kernel()
             reply = kc.get_shell_msg(timeout=3)
             assert reply["content"]["ename"] == "KeyboardInterrupt"
+
+
+def test_bad_policy_is_a_usage_error_at_start():
+    """A policy that does not load ends the kernel at once, exit 1, naming it."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        ports = {}
+        for name in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"):
+            s = zmq.Context.instance().socket(zmq.PUB)
+            ports[name] = s.bind_to_random_port("tcp://127.0.0.1")
+            s.close()
+        json.dump(dict(ports, ip="127.0.0.1", key="k", transport="tcp"), f)
+        f.flush()
+        t0 = time.monotonic()
+        p = subprocess.run([PYSNIP, "kernel", "-f", f.name, "--policy", "no-such-policy"],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 1
+        assert "no-such-policy" in p.stderr
+        assert time.monotonic() - t0 < 5
