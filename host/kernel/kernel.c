@@ -20,6 +20,7 @@
 #include "util/util.h"
 
 static int sig_pipe[2] = { -1, -1 };
+static __thread bool on_control_thread;
 
 static void on_signal(int sig)
 {
@@ -112,7 +113,10 @@ static void *heartbeat_main(void *arg)
  * cell waits for input). Only the control thread writes it. */
 static void wake_shell(struct ps_kernel *k)
 {
-	zmq_send(k->wake_tx, "w", 1, ZMQ_DONTWAIT);
+	/* A ZeroMQ socket is one thread's: the shell thread never needs to wake itself (it
+	 * checks stopping after each request), so only the control thread sends. */
+	if (on_control_thread)
+		zmq_send(k->wake_tx, "w", 1, ZMQ_DONTWAIT);
 }
 
 void ps_kernel_stop(struct ps_kernel *k)
@@ -203,6 +207,7 @@ static void *control_main(void *arg)
 	zmq_pollitem_t items[2] = { { k->control.sock, 0, ZMQ_POLLIN, 0 },
 				    { NULL, sig_pipe[0], ZMQ_POLLIN, 0 } };
 
+	on_control_thread = true;
 	while (!atomic_load(&k->stopping)) {
 		repeat_interrupt(k);
 		if (zmq_poll(items, 2, k->int_retries ? 100 : -1) < 0) {
