@@ -167,7 +167,7 @@ void ps_kernel_dispatch(struct ps_kchan *ch, struct ps_kmsg *m)
 		ps_klog("%s: unknown msg_type '%.64s': no reply", ch->name, m->msg_type);
 	else if (!(h->where & where))
 		ps_klog("%s: %s is not served on this channel: no reply", ch->name, h->type);
-	else if (ch->k->aborting && h->run == ps_kh_execute)
+	else if (where == ON_SHELL && ch->k->aborting && h->run == ps_kh_execute)
 		aborted(ch, m);
 	else
 		h->run(ch, m);
