@@ -51,6 +51,24 @@ def test_install_writes_kernelspec():
         assert spec["language"] == "python"
 
 
+def test_install_user_goes_to_the_users_data_dir():
+    with tempfile.TemporaryDirectory() as home:
+        env = {k: v for k, v in os.environ.items() if k != "JUPYTER_DATA_DIR"}
+        env["HOME"] = home
+        p = subprocess.run([PYSNIP, "kernel", "install", "--user", "--wall", "5s"],
+                           capture_output=True, text=True, env=env)
+        assert p.returncode == 0, p.stderr
+        path = os.path.join(home, ".local", "share", "jupyter", "kernels", "pysnip",
+                            "kernel.json")
+        spec = json.load(open(path))
+        assert spec["argv"][-2:] == ["--wall", "5s"]
+        # jupyter_client reads it as a kernelspec (the path is jupyter_data_dir()'s for HOME)
+        from jupyter_client.kernelspec import KernelSpecManager
+        ksm = KernelSpecManager(kernel_dirs=[os.path.dirname(os.path.dirname(path))])
+        assert ksm.get_kernel_spec("pysnip").argv == spec["argv"]
+        assert ksm.get_kernel_spec("pysnip").interrupt_mode == "message"
+
+
 @pytest.mark.parametrize("args,why", [
     (["--name", "bad/name"], "letters, digits"),
     (["--policy", "no-such-policy"], "no-such-policy"),
@@ -345,6 +363,15 @@ def test_shutdown_ends_process():
         assert km.provisioner.process.wait(5) == 0
         assert not os.path.exists(f"/proc/{pid}/status") or \
             "zombie" in open(f"/proc/{pid}/status").read()
+
+
+def test_shutdown_reply_says_restart():
+    with running_kernel() as (km, kc):
+        msg = kc.session.msg("shutdown_request", {"restart": True})
+        kc.control_channel.send(msg)
+        reply = kc.get_control_msg(timeout=10)
+        assert reply["content"] == {"status": "ok", "restart": True}
+        assert km.provisioner.process.wait(10) == 0	# the client starts the new one
 
 
 def test_restart_gives_a_fresh_kernel(kernel_log):
