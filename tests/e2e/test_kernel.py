@@ -785,3 +785,19 @@ def test_bad_policy_is_a_usage_error_at_start():
         assert p.returncode == 1
         assert "no-such-policy" in p.stderr
         assert time.monotonic() - t0 < 5
+
+
+def test_display_bundles_reach_iopub_in_order(kernel):
+    """display() bundles (here a raw image/png, as a figure's) come as display_data, after the
+    cell's stream output and before its execute_result."""
+    km, kc = kernel
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+    code = (f"print('before')\ndisplay({{'image/png': '{png}'}}, raw=True)\n"
+            "display('second')\n'result'")
+    reply, msgs = execute(kc, code)
+    assert reply["content"]["status"] == "ok"
+    kinds = [m["msg_type"] for m in msgs if m["msg_type"] not in ("status", "execute_input")]
+    assert kinds == ["stream", "display_data", "display_data", "execute_result"], kinds
+    shown = outputs(msgs, "display_data")
+    assert shown[0]["data"] == {"image/png": png}
+    assert shown[1]["data"]["text/plain"] == "'second'"
