@@ -2,7 +2,8 @@
 as IPython does (the last expression apart, its value the cell's result), and evaluated by C
 at the bottom of the stack; its report adds "result" and "display" to the run's (report.py).
 
-Host-provided names: _input_line(prompt, password) (interp_cell.c)."""
+Host-provided names (interp_cell.c, given to cell_setup): _input_line(prompt, password),
+_display_out(json_bytes)."""
 
 _PyCF_ONLY_AST = 0x400
 _cell = {"main": None, "outputs": [], "expression": None}
@@ -58,14 +59,22 @@ def _result_bundle(obj):
     return {"data": data, "metadata": metadata}
 
 
+def _output(bundle):
+    """One display bundle: to the front now (streamed), and to the verdict's "display"."""
+    _cell["outputs"].append(bundle)
+    _flush()  # what the cell printed before it comes first
+    _display_out(_json(bundle).encode("utf-8"))
+
+
 def display(*objs, **kwargs):
-    """display() in a cell: each object's bundle goes to the verdict's "display", in order."""
+    """display() in a cell: each object's bundle goes to the front as it is made and to the
+    verdict's "display", in order."""
     raw = kwargs.get("raw", False)
     for obj in objs:
         if raw and isinstance(obj, dict):
-            _cell["outputs"].append({"data": obj, "metadata": kwargs.get("metadata") or {}})
+            _output({"data": obj, "metadata": kwargs.get("metadata") or {}})
         else:
-            _cell["outputs"].append(_result_bundle(obj))
+            _output(_result_bundle(obj))
 
 
 def _cell_input(prompt=""):
@@ -75,12 +84,12 @@ def _cell_input(prompt=""):
     return _input_line(_safe_str(prompt), False)
 
 
-def cell_setup(input_line, main):
+def cell_setup(input_line, display_out, main):
     """Holder, once: output streams as it is written, input() and display() as in a notebook,
     and the compiler's AST types built now rather than in every cell's fork."""
     import builtins
-    global _input_line
-    _input_line = input_line
+    global _input_line, _display_out
+    _input_line, _display_out = input_line, display_out
     _cell["main"] = main
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -123,8 +132,8 @@ def _open_figures():
             fig = plt.figure(num)
             buf = io.BytesIO()
             fig.savefig(buf, format="png")
-            _cell["outputs"].append({"data": {"image/png": _b64(buf.getvalue()),
-                                              "text/plain": "<Figure>"}, "metadata": {}})
+            _output({"data": {"image/png": _b64(buf.getvalue()), "text/plain": "<Figure>"},
+                     "metadata": {}})
         plt.close("all")
     except BaseException:
         pass

@@ -642,6 +642,16 @@ void ps_interp_write_report(int report_fd, const char *buf, size_t len)
 	write_report(report_fd, begun.priv, buf, len);
 }
 
+const char *ps_interp_report_token(void)
+{
+	return report_token;
+}
+
+int ps_interp_report_priv(void)
+{
+	return begun.priv;
+}
+
 PyObject *ps_interp_globals(void)
 {
 	return begun.globals;

@@ -10,6 +10,7 @@
 
 #include "audit.h"
 #include "interp_int.h"
+#include "util/util.h"
 
 static char *(*input_line)(const char *prompt, bool password);
 
@@ -36,6 +37,29 @@ static PyObject *cell_input(PyObject *self, PyObject *args)
 static PyMethodDef input_def = { "_input_line", cell_input, METH_VARARGS,
 				 "a line from the session's front" };
 
+/* pyshim's display(): one bundle (JSON bytes) to the host now, framed on the report channel
+ * as TOKEN "D" 8-hex-digit length "\n" JSON, so that it reaches the front while the cell
+ * runs; the cell's final report (TOKEN "\n" JSON) comes after every frame. */
+static PyObject *cell_display(PyObject *self, PyObject *arg)
+{
+	char head[96];
+	int fd = ps_interp_report_priv(), n;
+
+	if (!PyBytes_Check(arg)) {
+		PyErr_SetString(PyExc_TypeError, "_display_out(bytes)");
+		return NULL;
+	}
+	n = snprintf(head, sizeof(head), "%sD%08zx\n", ps_interp_report_token(),
+		     (size_t)PyBytes_GET_SIZE(arg));
+	if (fd >= 0 && n > 0 && (size_t)n < sizeof(head) &&
+	    ps_write_all(fd, head, (size_t)n) == 0)
+		(void)ps_write_all(fd, PyBytes_AS_STRING(arg), (size_t)PyBytes_GET_SIZE(arg));
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef display_def = { "_display_out", cell_display, METH_O,
+				   "a display bundle to the session's front, now" };
+
 int ps_interp_cell_setup(int report_fd, char *(*line)(const char *prompt, bool password),
 			 char *err, size_t errlen)
 {
@@ -44,10 +68,12 @@ int ps_interp_cell_setup(int report_fd, char *(*line)(const char *prompt, bool p
 	ps_interp_begin(report_fd);
 	input_line = line;
 	f = PyCFunction_NewEx(&input_def, NULL, NULL);
-	r = f && ps_interp_globals() ? ps_interp_shim_call("cell_setup", Py_BuildValue("(OO)", f,
-							   ps_interp_globals()))
-				     : NULL;
+	PyObject *d = PyCFunction_NewEx(&display_def, NULL, NULL);
+	r = f && d && ps_interp_globals() ?
+		ps_interp_shim_call("cell_setup", Py_BuildValue("(OOO)", f, d, ps_interp_globals())) :
+		NULL;
 	Py_XDECREF(f);
+	Py_XDECREF(d);
 	if (!r) {
 		PyObject *t, *v, *tb;
 

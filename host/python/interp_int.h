@@ -14,6 +14,9 @@ PyObject *ps_interp_fetch_exception(void);
 void ps_interp_restore_for_report(void);
 /* The report behind the run's token, on the private copy of the channel first. */
 void ps_interp_write_report(int report_fd, const char *buf, size_t len);
+/* The run's report token, and the private copy of the report channel (-1: none). */
+const char *ps_interp_report_token(void);
+int ps_interp_report_priv(void);
 /* __main__'s dict made by ps_interp_begin (borrowed), or NULL. */
 PyObject *ps_interp_globals(void);
 /* pyshim's namespace (borrowed). */

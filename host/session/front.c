@@ -346,6 +346,12 @@ static cJSON *await_event(struct ps_session *s, const char *want, const struct p
 				cb->stream(cb->ctx, name, text, strlen(text));
 		} else if (!strcmp(ev, "input_request")) {
 			on_input(s, m, cb);
+		} else if (!strcmp(ev, "display") && cb && cb->display) {
+			char *b = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(m, "bundle"));
+
+			if (b)
+				cb->display(cb->ctx, b);
+			free(b);
 		}
 		cJSON_Delete(m);
 	}
@@ -388,18 +394,9 @@ char *ps_session_exec(struct ps_session *s, const char *code, size_t len, const 
 	if (m) {
 		cJSON *v = cJSON_GetObjectItemCaseSensitive(m, "verdict");
 		const char *over = str_of(m, "session_ended");
-		cJSON *d;
 
 		if (over)	/* this cell used up a session limit */
 			snprintf(s->ended, sizeof(s->ended), "%s", over);
-		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(v, "display"))
-		{
-			char *b = cb && cb->display ? cJSON_PrintUnformatted(d) : NULL;
-
-			if (b)
-				cb->display(cb->ctx, b);
-			free(b);
-		}
 		out = s->verdict_text;	/* the verdict's own text, as the host wrote it */
 		s->verdict_text = NULL;
 		if (!out)

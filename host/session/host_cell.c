@@ -22,20 +22,6 @@
 
 enum { REPORT_MAX = 8 << 20, CPU_POLL_MS = 100, CPU_GRACE_MS = 1000, QUERY_WALL_MS = 10000 };
 
-struct cell {
-	struct host *h;
-	const struct ps_cell_req *q;
-	struct ps_run r;
-	struct ps_outcome o;
-	uint64_t start_us, deadline_us, int_deadline_us, cpu_check_us;
-	pid_t pid;		/* the cell in our PID namespace, 0 until known */
-	pid_t pid_proc;		/* and as /proc names it */
-	int pidfd;
-	bool done, reaped, decided, keep, killed, holder_dead, cell_dead, front_gone;
-	bool interrupted, int_killed, cpu_killed, input_pending;
-	uint64_t output_total;
-	char *rendered;		/* the verdict as decide() rendered it (its outcome is final) */
-};
 
 static int pidfd_signal(int pidfd, int sig)
 {
@@ -123,6 +109,46 @@ static bool read_output(struct cell *c, int fd, bool is_err)
 	return true;
 }
 
+/* Display frames on the report channel (interp_cell.c: TOKEN "D" 8 hex digits "\n" JSON):
+ * each goes to the front as a display event as soon as it is whole. The final report
+ * (TOKEN "\n") ends the scan. Anything else there was not written by pysnip: skipped. */
+static void scan_displays(struct cell *c)
+{
+	const struct ps_capture *r = &c->o.report;
+	size_t tl = strlen(c->h->token);
+
+	while (c->scan_off + tl + 10 <= r->len) {
+		const char *p = memmem(r->buf + c->scan_off, r->len - c->scan_off, c->h->token, tl);
+		char hex[9], *end, *line;
+		size_t n;
+
+		if (!p || (size_t)(p - r->buf) + tl + 10 > r->len)
+			return;
+		if (p[tl] != 'D') {
+			c->scan_off = p[tl] == '\n' ? r->len : (size_t)(p - r->buf) + tl;
+			if (p[tl] == '\n')
+				return;
+			continue;
+		}
+		memcpy(hex, p + tl + 1, 8);
+		hex[8] = '\0';
+		n = strtoul(hex, &end, 16);
+		if (*end || p[tl + 9] != '\n') {
+			c->scan_off = (size_t)(p - r->buf) + tl;
+			continue;
+		}
+		if ((size_t)(p - r->buf) + tl + 10 + n > r->len)
+			return;	/* not whole yet */
+		if (asprintf(&line, "{\"event\":\"display\",\"bundle\":%.*s}", (int)n,
+			     p + tl + 10) >= 0) {
+			if (ps_host_send(c->h, line) < 0)
+				c->front_gone = true;
+			free(line);
+		}
+		c->scan_off = (size_t)(p - r->buf) + tl + 10 + n;
+	}
+}
+
 static bool read_report(struct cell *c, int fd)
 {
 	char buf[65536];
@@ -138,6 +164,7 @@ static bool read_report(struct cell *c, int fd)
 		return true;
 	}
 	capture(&c->o.report, buf, (size_t)n);
+	scan_displays(c);
 	return true;
 }
 
@@ -170,15 +197,6 @@ static void rusage_from(struct rusage *ru, const struct ps_status_rec *rec)
 	ru->ru_maxrss = rec->maxrss_kb;
 }
 
-/* The verdict's status, from its text (ps_verdict_render writes it early, unquoted). */
-static void status_of(const char *json, char *buf, size_t len)
-{
-	const char *p = json ? strstr(json, "\"status\":\"") : NULL;
-	size_t n = p ? strcspn(p + 10, "\"") : 0;
-
-	snprintf(buf, len, "%.*s", (int)n, p ? p + 10 : "");
-}
-
 /* The cell ended by itself: keep it unless its end is one a limit forced (out of memory). */
 static void decide(struct cell *c, const struct ps_status_rec *rec)
 {
@@ -193,7 +211,7 @@ static void decide(struct cell *c, const struct ps_status_rec *rec)
 	c->o.run_us = c->o.wall_us - c->o.setup_us;
 	free(c->rendered);
 	c->rendered = ps_verdict_render(&c->h->p, &c->r, &c->o, false);
-	status_of(c->rendered, st, sizeof(st));
+	ps_host_status_of(c->rendered, st, sizeof(st));
 	c->decided = true;
 	c->keep = c->q->kind == PS_SCMD_EXEC && !c->killed &&
 		  (!strcmp(st, "ok") || !strcmp(st, "exception") || !strcmp(st, "denied"));
@@ -412,141 +430,6 @@ static void supervise(struct cell *c)
 		c->o.run_us = c->o.wall_us - c->o.setup_us;
 }
 
-static cJSON *report_of(const struct cell *c)
-{
-	const struct ps_capture *r = &c->o.report;
-	size_t tl = strlen(c->h->token);
-	const char *last = NULL, *p = r->buf;
-
-	while (p && (p = memmem(p, r->len - (size_t)(p - r->buf), c->h->token, tl))) {
-		last = p;
-		p += tl;
-	}
-	if (!last)
-		return NULL;
-	last += tl;
-	return cJSON_ParseWithLength(last, r->len - (size_t)(last - r->buf));
-}
-
-static const char *rollback_reason(const struct cell *c, const char *status, char *buf,
-				   size_t len)
-{
-	const struct ps_limits *l = &c->r.limits;
-
-	if (c->q->kind == PS_SCMD_QUERY)
-		return "a query's fork is always discarded";
-	if (c->o.host_error[0])
-		snprintf(buf, len, "internal_error: %s", c->o.host_error);
-	else
-	if (c->int_killed)
-		snprintf(buf, len, "interrupt: the cell was still running %llu ms after SIGINT and "
-			 "was killed", (unsigned long long)c->h->grace_ms);
-	else if (c->cpu_killed || !strcmp(status, "cpu_limit"))
-		snprintf(buf, len, "cpu_limit: the cell used its %llu ms of CPU",
-			 (unsigned long long)l->cpu_ms);
-	else if (!strcmp(status, "timeout"))
-		snprintf(buf, len, "timeout: the cell ran past its wall clock of %llu ms and was killed",
-			 (unsigned long long)l->wall_ms);
-	else if (!strcmp(status, "memory_limit"))
-		snprintf(buf, len, "memory_limit: the cell ran out of the session's %llu bytes",
-			 (unsigned long long)l->memory_bytes);
-	else if (!strcmp(status, "output_limit"))
-		snprintf(buf, len, "output_limit: the cell wrote more than %llu bytes and was killed",
-			 (unsigned long long)l->output_bytes);
-	else if (!strcmp(status, "denied"))
-		snprintf(buf, len, "denied: a sandbox layer killed the cell%s%s",
-			 c->o.have_syscall ? " at " : "",
-			 c->o.have_syscall ? ps_syscall_name_arch(c->o.syscall_nr, c->o.syscall_arch)
-					   : "");
-	else if (WIFSIGNALED(c->o.wait_status))
-		snprintf(buf, len, "signal: the cell died by SIG%s",
-			 sigabbrev_np(WTERMSIG(c->o.wait_status)) ?: "?");
-	else
-		snprintf(buf, len, "%s: the cell ended without its report", status);
-	return buf;
-}
-
-/* The verdict line: the run's verdict plus the session's fields, spliced into its text (the
- * verdict is not parsed again): {"event":"verdict","session_ended"?:S,"verdict":{...}}. */
-static int send_verdict(struct cell *c)
-{
-	struct host *h = c->h;
-	char *v = c->rendered ? c->rendered : ps_verdict_render(&h->p, &c->r, &c->o, false);
-	cJSON *rep = c->done ? report_of(c) : NULL, *tail = cJSON_CreateObject(), *head;
-	const cJSON *res = cJSON_GetObjectItemCaseSensitive(rep, "result");
-	const cJSON *disp = cJSON_GetObjectItemCaseSensitive(rep, "display");
-	char why[700], st[32], *t = NULL, *hd = NULL, *line = NULL;
-	const char *state = "kept", *reason = NULL;
-	int ret = -1;
-
-	c->rendered = NULL;
-	status_of(v, st, sizeof(st));
-	if (c->keep && h->lost[0]) {
-		state = "lost";
-		reason = h->lost;
-	} else if (!c->keep && (c->reaped || !c->holder_dead)) {
-		state = "rolled_back";
-		reason = rollback_reason(c, st, why, sizeof(why));
-		h->rolled_back++;
-	} else if (!c->keep) {
-		state = "lost";
-		snprintf(why, sizeof(why), "the holder died while the cell ran (killed from inside "
-			 "the session?): no state to roll back to; the next cell starts afresh");
-		reason = why;
-	}
-	cJSON_AddNumberToObject(tail, "execution_count", (double)h->count);
-	cJSON_AddStringToObject(tail, "state", state);
-	if (reason)
-		cJSON_AddStringToObject(tail, "state_reason", reason);
-	else
-		cJSON_AddNullToObject(tail, "state_reason");
-	cJSON_AddItemToObject(tail, "result", cJSON_IsObject(res) ? cJSON_Duplicate(res, true)
-								  : cJSON_CreateNull());
-	cJSON_AddItemToObject(tail, "display", cJSON_IsArray(disp) ? cJSON_Duplicate(disp, true)
-								   : cJSON_CreateArray());
-	head = cJSON_CreateObject();
-	cJSON_AddStringToObject(head, "event", "verdict");
-	if (ps_host_session_over(h, ps_now_us()))	/* the front learns it with the verdict */
-		cJSON_AddStringToObject(head, "session_ended", h->ended);
-	t = cJSON_PrintUnformatted(tail);
-	hd = cJSON_PrintUnformatted(head);
-	if (v && t && hd && v[0] == '{' && v[strlen(v) - 1] == '}' &&
-	    asprintf(&line, "%.*s,\"verdict\":%.*s,%s}", (int)strlen(hd) - 1, hd,
-		     (int)strlen(v) - 1, v, t + 1) < 0)
-		line = NULL;
-	ret = line ? ps_host_send(h, line)
-		   : ps_host_send(h, "{\"event\":\"error\",\"message\":\"verdict: out of memory\"}");
-	free(line);
-	free(t);
-	free(hd);
-	free(v);
-	cJSON_Delete(tail);
-	cJSON_Delete(head);
-	cJSON_Delete(rep);
-	return ret;
-}
-
-static int send_query(struct cell *c)
-{
-	cJSON *rep = c->done ? report_of(c) : NULL, *m = cJSON_CreateObject();
-	char *line;
-	int ret;
-
-	cJSON_AddStringToObject(m, "event", "query");
-	if (rep) {
-		cJSON_AddItemToObject(m, "result", rep);
-	} else {
-		cJSON_AddNullToObject(m, "result");
-		cJSON_AddStringToObject(m, "error", c->o.timed_out ? "the query timed out"
-								   : "the query's fork died");
-	}
-	line = cJSON_PrintUnformatted(m);
-	cJSON_Delete(m);
-	ret = line ? ps_host_send(c->h, line) : -1;
-	free(line);
-	return ret;
-}
-
 /* The holder a kept cell replaced was killed without waiting for its teardown, and the next
  * cell does not wait for it either (it would be most of a cell's latency): RLIMIT_NPROC has
  * room for it (holder_limits), and the holder retries a fork refused meanwhile. */
@@ -641,7 +524,7 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 		h->cpu_us += (uint64_t)(c.o.ru.ru_utime.tv_sec + c.o.ru.ru_stime.tv_sec) * 1000000 +
 			     (uint64_t)(c.o.ru.ru_utime.tv_usec + c.o.ru.ru_stime.tv_usec);
 	}
-	ret = q->kind == PS_SCMD_EXEC ? send_verdict(&c) : send_query(&c);
+	ret = q->kind == PS_SCMD_EXEC ? ps_host_send_verdict(&c) : ps_host_send_query(&c);
 	free(c.rendered);
 	settle(&c);
 	ps_outcome_free(&c.o);

@@ -9,6 +9,7 @@
 
 #include "policy/policy.h"
 #include "run/worker.h"
+#include "sandbox/sandbox.h"
 #include "session_int.h"
 
 enum { FRONT_FD = 3 };
@@ -79,5 +80,28 @@ struct ps_cell_req {
 	size_t cursor;
 };
 int ps_host_run_cell(struct host *h, const struct ps_cell_req *q);
+
+/* One cell as host_cell.c runs it. */
+struct cell {
+	struct host *h;
+	const struct ps_cell_req *q;
+	struct ps_run r;
+	struct ps_outcome o;
+	uint64_t start_us, deadline_us, int_deadline_us, cpu_check_us;
+	pid_t pid;		/* the cell in our PID namespace, 0 until known */
+	pid_t pid_proc;		/* and as /proc names it */
+	int pidfd;
+	bool done, reaped, decided, keep, killed, holder_dead, cell_dead, front_gone;
+	bool interrupted, int_killed, cpu_killed, input_pending;
+	uint64_t output_total;
+	char *rendered;		/* the verdict as decide() rendered it (its outcome is final) */
+	size_t scan_off;	/* the report channel up to here is scanned for display frames */
+};
+
+/* host_verdict.c: the verdict's status from its text; the cell's verdict line and a query's
+ * answer line to the front (0, or -1 when the front is gone). */
+void ps_host_status_of(const char *json, char *buf, size_t len);
+int ps_host_send_verdict(struct cell *c);
+int ps_host_send_query(struct cell *c);
 
 #endif

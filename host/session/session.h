@@ -48,7 +48,9 @@ struct ps_session_cb {
 	void *ctx;
 	/* name: "stdout" or "stderr"; data: the chunk as the cell wrote it (not NUL-terminated) */
 	void (*stream)(void *ctx, const char *name, const char *data, size_t len);
-	/* bundle_json: {"data": {mime: value}, "metadata": {}} of a display() call */
+	/* bundle_json: {"data": {mime: value}, "metadata": {}} of a display() call, as the cell
+	 * makes it (and of each matplotlib figure open at its end); the verdict's "display" lists
+	 * them all again */
 	void (*display)(void *ctx, const char *bundle_json);
 	/* The cell called input(prompt): return a malloc'd line (no newline; the session frees
 	 * it), or NULL to refuse (the cell gets EOFError). NULL callback: always refused. */

@@ -12,10 +12,12 @@ PRIVATE_UIDS = os.path.join(FIXTURES, "policies", "session", "private_uids.json"
 
 
 class Session:
-    def __init__(self, *args, policy=PRIVATE_UIDS):
+    def __init__(self, *args, policy=PRIVATE_UIDS, env=None):
         cmd = [PYSNIP, "session"] + (["--policy", policy] if policy else []) + list(args)
+        e = dict(os.environ)
+        e.update(env or {})
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE)
+                                  stderr=subprocess.PIPE, env=e)
         self.q = queue.Queue()
         self.n = 0
         self.t = threading.Thread(target=self._read, daemon=True)

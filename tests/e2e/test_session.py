@@ -100,6 +100,17 @@ def test_rollback_after_cpu_limit():
         assert 850 <= v["usage"]["cpu_ms"] < 3500, v["usage"]  # tick accounting: a little under
 
 
+def test_cpu_limit_holds_for_a_cell_that_ignores_sigxcpu():
+    """A cell's RLIMIT_CPU is a soft limit (its hard limit stays the holder's, so that a kept
+    cell can hold on): a cell that ignores SIGXCPU is killed by the host's backstop, 1 s
+    past its CPU limit, and rolled back."""
+    with Session("--wall", "20s", "--disable-layer", "python") as s:
+        v = rollback(s, "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
+                        "while True:\n    pass\n", limits={"cpu": "1s"})
+        assert v["status"] == "cpu_limit", v
+        assert 1800 <= v["usage"]["cpu_ms"] < 3500, v["usage"]
+
+
 @needs_rlimit_as
 def test_rollback_after_memory_bomb():
     with Session("--memory", "256M") as s:
@@ -119,16 +130,52 @@ def test_rollback_after_seccomp_kill():
         assert any(d["layer"] == "seccomp" and d["event"] == "socket" for d in v["denials"]), v
 
 
+@pytest.mark.parametrize("target", ["-1", "-os.getpgid(0)"])
+def test_session_filter_refuses_signals_to_every_process_or_a_group(target):
+    """python layer off: the session filter lets kill reach a positive pid (a cell's own,
+    its holder's: positive controls in test_rollback_after_sigkill_to_itself and
+    test_lost_only_when_the_cell_kills_its_holder_too), never -1 or a negative group."""
+    with Session("--disable-layer", "python") as s:
+        v = rollback(s, "import os, signal\nos.kill(%s, signal.SIGCONT)\n" % target)
+        assert v["status"] == "denied" and v["signal_name"] == "SIGSYS", v
+        assert any(d["layer"] == "seccomp" and d["event"] == "kill" for d in v["denials"]), v
+
+
 def test_rollback_after_segfault():
     with Session("--disable-layer", "python") as s:
         v = rollback(s, "import ctypes\nctypes.string_at(0)\n")
         assert v["status"] == "signal" and v["signal_name"] == "SIGSEGV", v
 
 
+def test_rollback_after_output_limit_keeps_exactly_the_cap():
+    with Session() as s:
+        v = rollback(s, "while True:\n    print('x' * 1000)\n", limits={"output": "64k"})
+        assert v["status"] == "output_limit" and v["truncated"] is True
+        assert len(v["stdout"]) == 65536
+
+
 def test_rollback_after_sigkill_to_itself():
     with Session() as s:
         v = rollback(s, "import os\nos.kill(os.getpid(), 9)\n")
         assert v["status"] == "signal" and v["signal_name"] == "SIGKILL", v
+
+
+def test_lost_only_when_the_cell_kills_its_holder_too():
+    """python layer off: a cell that kills the holder (its parent) and then itself leaves
+    nothing to roll back to: lost, with the reason; the next cell runs on a fresh state and
+    says so. A cell that kills the holder but ends normally is simply kept (it is the
+    holder from then on)."""
+    with Session("--disable-layer", "python") as s:
+        s.run(SETUP)
+        v = s.run("import os\nos.kill(os.getppid(), 9)\nkilled_holder = True")
+        assert v["state"] == "kept", v
+        assert value(s, "(keep, killed_holder)") == "([1, 2], True)"
+        v = s.run("import os\nos.kill(os.getppid(), 9)\nos.kill(os.getpid(), 9)")
+        assert v["state"] == "lost" and "holder" in v["state_reason"], v
+        v = s.run("'keep' in globals()")
+        assert v["state"] == "lost" and "fresh state" in v["state_reason"], v
+        assert v["result"]["data"]["text/plain"] == "False"
+        assert s.run("a = 1")["state"] == "kept"
 
 
 def test_many_rollbacks_in_a_row_then_state_still_kept():
@@ -310,10 +357,10 @@ def test_fork_bomb_is_bounded_and_leaves_nothing():
     assert procs_of_uid(uid) == []
 
 
-def test_ended_session_leaves_no_process_or_scratch():
-    before = set(os.listdir("/tmp"))
+def test_ended_session_leaves_no_process_or_scratch(tmp_path):
+    os.chmod(tmp_path, 0o711)  # the session's uid walks to its scratch under it
     for _ in range(5):
-        with Session() as s:
+        with Session(env={"TMPDIR": str(tmp_path)}) as s:
             uid = eval(value(s, "import os\nos.getuid()"))
             s.run("open('f', 'w').write('x' * 1000)")
             s.run("import os\nos.kill(os.getpid(), 9)")
@@ -322,8 +369,12 @@ def test_ended_session_leaves_no_process_or_scratch():
         while procs_of_uid(uid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert procs_of_uid(uid) == []
-    left = [n for n in set(os.listdir("/tmp")) - before if n.startswith("pysnip-run-")]
+    left = [n for n in os.listdir(tmp_path) if n.startswith("pysnip-run-")]
     assert left == []
+    # positive control: while a session lives, its scratch is there
+    with Session(env={"TMPDIR": str(tmp_path)}) as s:
+        s.run("x = 1")
+        assert [n for n in os.listdir(tmp_path) if n.startswith("pysnip-run-")]
 
 
 # --- input() and the disposable queries (what the Jupyter kernel uses) ---
@@ -375,3 +426,19 @@ def test_queries_run_in_a_disposable_fork():
         assert query(s, "is_complete", "x = )")["status"] == "invalid"
         assert value(s, "reads") == "0"  # the getter's increment died with the fork
         assert value(s, "c.p") == "1"   # positive control: run as a cell, it counts
+
+
+def test_display_streams_while_the_cell_runs():
+    with Session() as s:
+        cid = s.start("print('before', flush=True)\ndisplay('first')\nimport time\n"
+                      "time.sleep(1.5)\ndisplay(2)\n")
+        t0 = time.monotonic()
+        assert s.next_event(30) == {"id": cid, "event": "stdout", "text": "before\n"}
+        ev = s.next_event(30)
+        assert time.monotonic() - t0 < 1.2, "the first display came only at the cell's end"
+        assert ev == {"id": cid, "event": "display",
+                      "data": {"data": {"text/plain": "'first'"}, "metadata": {}}}
+        v, events = s.wait(cid)
+        assert events == [{"id": cid, "event": "display",
+                           "data": {"data": {"text/plain": "2"}, "metadata": {}}}]
+        assert [d["data"]["text/plain"] for d in v["display"]] == ["'first'", "2"]
