@@ -801,3 +801,26 @@ def test_display_bundles_reach_iopub_in_order(kernel):
     shown = outputs(msgs, "display_data")
     assert shown[0]["data"] == {"image/png": png}
     assert shown[1]["data"]["text/plain"] == "'second'"
+
+
+def test_sigterm_ends_kernel_and_session():
+    from jupyter_client import KernelManager
+    from kernelkit import jupyter_path, KERNEL_NAME
+    with jupyter_path():
+        km = KernelManager(kernel_name=KERNEL_NAME)
+        km.start_kernel()
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=30)
+            execute(kc, "1")
+            proc = km.provisioner.process
+            below = descendants(proc.pid)
+            assert below
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(10) == 0
+            time.sleep(0.2)
+            assert [p for p in below if alive(p)] == []
+        finally:
+            kc.stop_channels()
+            km.cleanup_resources()
