@@ -824,3 +824,16 @@ def test_sigterm_ends_kernel_and_session():
         finally:
             kc.stop_channels()
             km.cleanup_resources()
+
+
+def test_stream_arrives_as_the_cell_writes(kernel):
+    km, kc = kernel
+    msg_id = kc.execute("import time\nprint('early', flush=True)\ntime.sleep(1)\nprint('late')")
+    t0 = time.monotonic()
+    got = {}
+    while "late" not in got:
+        m = kc.get_iopub_msg(timeout=30)
+        if m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "stream":
+            got[m["content"]["text"].strip()] = time.monotonic() - t0
+    assert got["late"] - got["early"] > 0.8	# the first line came a second before the last
+    assert kc.get_shell_msg(timeout=30)["content"]["status"] == "ok"
