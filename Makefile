@@ -12,9 +12,13 @@
 # mapped areas for every zygote fork and worker exit to walk).
 PKGS      := python3-embed libseccomp libcap-ng libcjson
 SERVE_PKGS := libmicrohttpd libcurl
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(SERVE_PKGS))
+# pysnip-kernel (the Jupyter kernel, which `pysnip kernel` execs) is a third, so that only it
+# loads libzmq and libcrypto.
+KERNEL_PKGS := libzmq libcrypto
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(SERVE_PKGS) $(KERNEL_PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 SERVE_LIBS := $(shell pkg-config --libs $(SERVE_PKGS)) -lcrypt
+KERNEL_LIBS := $(shell pkg-config --libs $(KERNEL_PKGS))
 PY        ?= /usr/bin/python3
 PYTHON311 ?= /usr/bin/python3.11
 
@@ -49,6 +53,8 @@ LDFLAGS += $(PIELINK) -Wl,-z,relro,-z,now,-z,noexecstack $(SAN)
 PY_LINK   ?= static
 PY_LIBPL  := $(shell $(PYTHON311) -c "import sysconfig; print(sysconfig.get_config_var('LIBPL'))")
 PY_PREFIX := $(shell $(PYTHON311) -c "import sys; print(sys.base_prefix)")
+PY_VERSION := $(shell $(PYTHON311) -c "import platform; print(platform.python_version())")
+CFLAGS  += -DPS_PY_VERSION='"$(PY_VERSION)"'
 ifeq ($(PY_LINK),static)
 LDLIBS  += $(filter-out -lpython%,$(PKG_LIBS)) $(PY_LIBPL)/$(PY_ARCHIVE) -lexpat -lz -lm -ldl
 LDFLAGS += -Wl,--export-dynamic
@@ -61,18 +67,19 @@ endif
 # in host/cli/; everything else is one archive, from which the linker takes only what that main
 # reaches (pysnip never pulls in serve/'s objects, so it never links libmicrohttpd or libcurl).
 HOST_HDRS := $(wildcard host/*/*.h)
-MAINS     := host/cli/main.c host/cli/serve_main.c
+MAINS     := host/cli/main.c host/cli/serve_main.c host/cli/kernel_main.c
 LIB_SRCS  := $(filter-out $(MAINS),$(wildcard host/*/*.c))
 LIB_OBJS  := $(LIB_SRCS:host/%.c=$(BUILD)/%.o) $(BUILD)/python/pyshim_blob.o \
              $(BUILD)/closure_table.o
 SERVE_BIN := $(dir $(BIN))pysnip-serve
+KERNEL_BIN := $(dir $(BIN))pysnip-kernel
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 PYSHIM    := $(filter-out pyshim/closure.py,$(wildcard pyshim/*.py))
 
 .PHONY: all test test-unprivileged unit e2e includes asan bench fuzz clean deps
 
-all: $(BIN) $(SERVE_BIN) mpl-cache/.built
+all: $(BIN) $(SERVE_BIN) $(KERNEL_BIN) mpl-cache/.built
 
 # matplotlib's font list, built once for every run (tools/mpl-font-cache)
 mpl-cache/.built: tools/mpl-font-cache
@@ -83,6 +90,9 @@ $(BIN): $(BUILD)/cli/main.o $(BUILD)/libpysnip.a
 
 $(SERVE_BIN): $(BUILD)/cli/serve_main.o $(BUILD)/libpysnip.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(SERVE_LIBS)
+
+$(KERNEL_BIN): $(BUILD)/cli/kernel_main.o $(BUILD)/libpysnip.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(KERNEL_LIBS)
 
 # Made anew each time: `ar rcs` on an old archive keeps members whose sources have gone or
 # moved (a stale object defining the same symbol can win the link).
@@ -114,30 +124,33 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libpysnip.a | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libpysnip.a $(LDLIBS)
 
+# The kernel's unit tests reach libcrypto (its HMAC) through the archive.
+$(BUILD)/tests/test_kernel_%: LDLIBS += $(KERNEL_LIBS)
+
 $(BUILD):
 	@mkdir -p $@
 
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
-e2e: $(BIN) $(SERVE_BIN)
+e2e: $(BIN) $(SERVE_BIN) $(KERNEL_BIN)
 	PYSNIP=$(abspath $(BIN)) $(PY) -m pytest -q -rs tests/e2e tests/attacks tests/load
 
 # Dependencies point down the pipeline (DESIGN.md section 8): fails on a wrong-way include.
 includes:
 	$(PY) tools/check-includes
 
-test: includes $(BIN) $(SERVE_BIN) unit e2e
+test: includes $(BIN) $(SERVE_BIN) $(KERNEL_BIN) unit e2e
 
 # The same end-to-end suite as an unprivileged user (needs root to switch): the non-root
 # path (user namespace, capabilities cleared, Landlock and seccomp without privilege).
 # Tests whose proof needs root skip, saying why.
 UNPRIV_USER ?= nobody
 # The tree is copied to a world-readable directory first: a checkout under /root is not.
-test-unprivileged: $(BIN) $(SERVE_BIN)
+test-unprivileged: $(BIN) $(SERVE_BIN) $(KERNEL_BIN)
 	@d=$$(mktemp -d /tmp/pysnip-unpriv.XXXXXX) && chmod 755 $$d && \
 	tar cf - --exclude=./build --exclude=./build-asan --exclude=./build-fuzz --exclude=./.git . | tar xf - -C $$d && \
-	cp $(BIN) $(SERVE_BIN) $$d/ && chmod -R a+rX $$d && \
+	cp $(BIN) $(SERVE_BIN) $(KERNEL_BIN) $$d/ && chmod -R a+rX $$d && \
 	(cd /tmp && runuser -u $(UNPRIV_USER) -- env HOME=/tmp PYSNIP=$$d/pysnip \
 		$(PY) -m pytest -q -rs -p no:cacheprovider $$d/tests/e2e $$d/tests/attacks); \
 	rc=$$?; rm -rf $$d; exit $$rc
@@ -152,11 +165,12 @@ asan: export PYSNIP_SANITIZER = 1
 asan: export ASAN_OPTIONS = detect_leaks=0:abort_on_error=0
 asan: export UBSAN_OPTIONS = print_stacktrace=1
 
-bench: $(BIN) $(SERVE_BIN) mpl-cache/.built
+bench: $(BIN) $(SERVE_BIN) $(KERNEL_BIN) mpl-cache/.built
 	$(PY) tests/bench/bench.py --pysnip $(abspath $(BIN))
 	$(PY) tests/bench/bench_serve.py --pysnip $(abspath $(BIN))
 	$(PY) tests/bench/bench_scientific.py --pysnip $(abspath $(BIN))
 	$(PY) tests/bench/bench_session.py --pysnip $(abspath $(BIN))
+	$(PY) tests/bench/bench_kernel.py --pysnip $(abspath $(BIN))
 
 # The same host/ sources again, with clang and ASan+UBSan+libFuzzer: tests/fuzz/fuzz.mk.
 fuzz:
@@ -166,4 +180,4 @@ deps:
 	./tools/install-deps
 
 clean:
-	rm -rf build build-asan build-fuzz pysnip pysnip-serve
+	rm -rf build build-asan build-fuzz pysnip pysnip-serve pysnip-kernel

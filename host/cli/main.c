@@ -23,6 +23,14 @@ static int run_serve(int argc, char **argv)
 	return PS_EXIT_INTERNAL;
 }
 
+/* `kernel` (and `kernel install`) live in pysnip-kernel, so that only it links libzmq and
+ * libcrypto. */
+static int run_kernel(int argc, char **argv)
+{
+	ps_exec_sibling("pysnip-kernel", "kernel", argc, argv);
+	return PS_EXIT_INTERNAL;
+}
+
 static const struct command {
 	const char *name;
 	int (*run)(int argc, char **argv);
@@ -32,6 +40,7 @@ static const struct command {
 	{ "check-policy", ps_cmd_check_policy, "validate a policy and print it resolved" },
 	{ "serve", run_serve, "HTTP JSON API: warm zygotes, worker pool, auth, metrics" },
 	{ "learn", ps_cmd_learn, "run a snippet reporting instead of denying; print the policy it needs" },
+	{ "kernel", run_kernel, "Jupyter kernel, every cell sandboxed; `kernel install` its spec" },
 	{ "zygote", ps_cmd_zygote, NULL },	/* internal: started by pysnip-serve */
 	{ "session", ps_cmd_session, "notebook cells over a kept state, JSON lines on stdio" },
 	{ "session-host", ps_cmd_session_host, NULL },	/* internal: started by a session's front */
