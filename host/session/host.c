@@ -448,9 +448,10 @@ static int handle_line(struct host *h, char *line)
 		ret = op_configure(h, m);
 	else if (strcmp(o, "interrupt") && strcmp(o, "input"))	/* late: no cell runs */
 		ret = send_error(h, "op", "op: exec, query, restart, info, interrupt or input");
-	cJSON_Delete(m);
+	/* o points into m: decided before m goes */
 	if (ret == 0 && strcmp(o ? o : "", "info"))
 		h->idle_since_us = ps_now_us();
+	cJSON_Delete(m);
 	return ret;
 }
 
