@@ -164,7 +164,9 @@ static void run_job(struct job *j)
 
 	if (v) {
 		cJSON_AddStringToObject(m, "event", "verdict");
-		cJSON_AddItemToObject(m, "verdict", cJSON_Parse(v) ?: cJSON_CreateNull());
+		/* as the host wrote it: output that is not UTF-8 stays \udcXX (surrogateescape, as
+		 * in every verdict), which cJSON would refuse to parse back */
+		cJSON_AddRawToObject(m, "verdict", v);
 		emit(m, j->id);
 		free(v);
 	} else {

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -170,10 +171,33 @@ static int build_argv(const struct ps_session_opts *o, char **argv, char bufs[][
 }
 
 /* The session host's first line: ready, or why it could not start. */
+/* A host line as JSON. Output that is not UTF-8 comes as \udcXX escapes (surrogateescape,
+ * as in every verdict), which cJSON refuses as lone surrogates: parsed again with U+FFFD in
+ * their place (the verdict's own text is taken from the raw line, escapes kept). */
+static cJSON *parse_line(const char *line)
+{
+	cJSON *m = cJSON_Parse(line);
+	char *copy, *p;
+
+	if (m || !strstr(line, "\\udc") || !(copy = strdup(line)))
+		return m;
+	for (p = copy; (p = strstr(p, "\\udc")) != NULL; p += 2) {
+		size_t before = 0;
+
+		while (p - before > copy && p[-(ptrdiff_t)before - 1] == '\\')
+			before++;
+		if (before % 2 == 0 && p[4] && p[5])	/* an escape, not an escaped backslash */
+			memcpy(p + 2, "fffd", 4);
+	}
+	m = cJSON_Parse(copy);
+	free(copy);
+	return m;
+}
+
 static int await_ready(struct ps_session *s, char *err, size_t errlen)
 {
 	char *line = read_line(s, START_WAIT_MS);
-	cJSON *m = line ? cJSON_Parse(line) : NULL;
+	cJSON *m = line ? parse_line(line) : NULL;
 
 	free(line);
 	if (!m || strcmp(str_of(m, "event") ?: "", "ready")) {
@@ -306,7 +330,7 @@ static cJSON *await_event(struct ps_session *s, const char *want, const struct p
 {
 	for (;;) {
 		char *line = read_line(s, -1);
-		cJSON *m = line ? cJSON_Parse(line) : NULL;
+		cJSON *m = line ? parse_line(line) : NULL;
 		const char *ev = m ? str_of(m, "event") : NULL;
 
 		if (!line) {
@@ -527,7 +551,7 @@ const char *ps_session_wait_ended(struct ps_session *s, int timeout_ms)
 		line = read_line(s, 0);
 		if (!line)
 			break;
-		m = cJSON_Parse(line);
+		m = parse_line(line);
 		free(line);
 		note_ended(s, m, err, sizeof(err));
 		cJSON_Delete(m);
