@@ -703,7 +703,10 @@ int ps_policy_override(struct ps_policy *p, const char *field, const char *value
 		return -1;
 	}
 	slot = SLOT(p, f, uint64_t);
-	if (tighten_only && v > *slot) {
+	/* a CPU share is the one limit whose 0 is "none set" (the schema's least is 1): any
+	 * share a request names is tighter than none */
+	if (tighten_only && v > *slot && !(f->off == offsetof(struct ps_policy, limits.cpus_milli) &&
+					   *slot == 0)) {
 		f->unit->format(v, want, sizeof(want));
 		f->unit->format(*slot, now, sizeof(now));
 		snprintf(err, errlen, "limits.%s: %s is looser than the policy's %s", key, want,

@@ -84,7 +84,6 @@ int ps_host_send_verdict(struct cell *c)
 	char *v = c->rendered ? c->rendered : ps_verdict_render(&h->p, &c->r, &c->o, false);
 	cJSON *rep = c->done ? report_of(c) : NULL, *tail = cJSON_CreateObject(), *head;
 	const cJSON *res = cJSON_GetObjectItemCaseSensitive(rep, "result");
-	const cJSON *disp = cJSON_GetObjectItemCaseSensitive(rep, "display");
 	char why[700], st[32], *t = NULL, *hd = NULL, *line = NULL;
 	const char *state = "kept", *reason = NULL;
 	int ret = -1;
@@ -112,8 +111,7 @@ int ps_host_send_verdict(struct cell *c)
 		cJSON_AddNullToObject(tail, "state_reason");
 	cJSON_AddItemToObject(tail, "result", cJSON_IsObject(res) ? cJSON_Duplicate(res, true)
 								  : cJSON_CreateNull());
-	cJSON_AddItemToObject(tail, "display", cJSON_IsArray(disp) ? cJSON_Duplicate(disp, true)
-								   : cJSON_CreateArray());
+	/* "display" is the run verdict's own (result.c renders the report's, the cell's bundles) */
 	head = cJSON_CreateObject();
 	cJSON_AddStringToObject(head, "event", "verdict");
 	if (ps_host_session_over(h, ps_now_us()))	/* the front learns it with the verdict */
