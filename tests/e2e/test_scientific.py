@@ -260,6 +260,8 @@ print("survived", n, libc.mmap(None, 4096, 3, 0x22, -1, 0) not in (None, 2**64 -
 
 
 OPENBLAS_DIRS = [os.environ.get("PYSNIP_TEST_OPENBLAS_DIR", ""),
+                 # tools/install-deps unpacks libopenblas0-pthread here
+                 "/var/lib/pysnip-test/openblas/usr/lib/x86_64-linux-gnu/openblas-pthread",
                  "/usr/lib/x86_64-linux-gnu/openblas-pthread"]
 
 
