@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "serve/pool.h"
 #include "serve/server.h"
 #include "util/util.h"
 #include "zygote/zygote.h"

@@ -21,6 +21,7 @@
 
 #include "commands.h"
 #include "policy/policy.h"
+#include "run/result.h"
 #include "session/session.h"
 #include "util/util.h"
 
@@ -79,10 +80,11 @@ static void emit_error(const cJSON *id, const char *field, const char *msg)
 static void on_stream(void *ctx, const char *name, const char *data, size_t len)
 {
 	cJSON *m = cJSON_CreateObject();
-	char *t = strndup(data, len);
+	/* the bytes quoted as in a verdict: a byte that is not UTF-8 is \udcXX */
+	char *t = ps_json_quote_bytes(data, len);
 
 	cJSON_AddStringToObject(m, "event", name);
-	cJSON_AddStringToObject(m, "text", t ? t : "");
+	cJSON_AddRawToObject(m, "text", t ? t : "\"\"");
 	free(t);
 	emit(m, ctx);
 }

@@ -68,6 +68,87 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+static int hex4(const char *p, unsigned *v)
+{
+	*v = 0;
+	for (int i = 0; i < 4; i++) {
+		char c = p[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+			c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+
+		if (d < 0)
+			return -1;
+		*v = *v << 4 | (unsigned)d;
+	}
+	return 0;
+}
+
+static size_t put_utf8(unsigned cp, char *o)
+{
+	if (cp < 0x80)
+		return o[0] = (char)cp, 1;
+	if (cp < 0x800)
+		return o[0] = (char)(0xc0 | cp >> 6), o[1] = (char)(0x80 | (cp & 0x3f)), 2;
+	if (cp < 0x10000)
+		return o[0] = (char)(0xe0 | cp >> 12), o[1] = (char)(0x80 | ((cp >> 6) & 0x3f)),
+		       o[2] = (char)(0x80 | (cp & 0x3f)), 3;
+	return o[0] = (char)(0xf0 | cp >> 18), o[1] = (char)(0x80 | ((cp >> 12) & 0x3f)),
+	       o[2] = (char)(0x80 | ((cp >> 6) & 0x3f)), o[3] = (char)(0x80 | (cp & 0x3f)), 4;
+}
+
+char *ps_json_unquote_bytes(const char *q, size_t *len)
+{
+	size_t n = strlen(q), o = 0;
+	char *out = n && q[0] == '"' ? malloc(n) : NULL;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 1; i < n; i++) {
+		unsigned cp, lo;
+
+		if (q[i] == '"') {
+			*len = o;
+			return out;
+		}
+		if (q[i] != '\\') {
+			out[o++] = q[i];
+			continue;
+		}
+		if (++i == n)
+			break;
+		switch (q[i]) {
+		case 'b': out[o++] = '\b'; break;
+		case 'f': out[o++] = '\f'; break;
+		case 'n': out[o++] = '\n'; break;
+		case 'r': out[o++] = '\r'; break;
+		case 't': out[o++] = '\t'; break;
+		case 'u':
+			if (i + 4 >= n || hex4(q + i + 1, &cp) < 0)
+				goto bad;
+			i += 4;
+			if (cp >= 0xdc80 && cp <= 0xdcff) {	/* surrogateescape: the byte itself */
+				out[o++] = (char)(cp & 0xff);
+				break;
+			}
+			if (cp >= 0xd800 && cp <= 0xdbff && i + 6 < n && q[i + 1] == '\\' &&
+			    q[i + 2] == 'u' && hex4(q + i + 3, &lo) == 0 && lo >= 0xdc00 &&
+			    lo <= 0xdfff) {
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+				i += 6;
+			} else if (cp >= 0xd800 && cp <= 0xdfff) {
+				cp = 0xfffd;
+			}
+			o += put_utf8(cp, out + o);	/* at most 4 bytes for 6 or 12 of input */
+			break;
+		default:
+			out[o++] = q[i];	/* \" \\ \/ */
+		}
+	}
+bad:
+	free(out);
+	return NULL;
+}
+
 char *ps_json_quote_bytes(const char *buf, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)buf;

@@ -42,5 +42,8 @@ char *ps_verdict_internal_error(const struct ps_policy *p, const char *message, 
  * each invalid byte B written as \udcXX (Python's surrogateescape), so nothing is dropped.
  * Returns a malloc'd quoted string. */
 char *ps_json_quote_bytes(const char *buf, size_t len);
+/* Its inverse: the bytes of the JSON string that starts at q (a '"'), \udc80-\udcff back to
+ * the byte they stand for; malloc'd (not NUL-terminated) with *len, or NULL if q is no string. */
+char *ps_json_unquote_bytes(const char *q, size_t *len);
 
 #endif

@@ -1,6 +1,6 @@
 /* Zygotes for `pysnip serve`, the front's side: spawn, call, stop. The zygote process itself
  * is zygote_proc.c. See zygote.h for the protocol. */
-#include "zygote/zygote.h"
+#include "pool.h"
 
 #include <errno.h>
 #include <limits.h>

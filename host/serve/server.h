@@ -10,7 +10,7 @@
 #include "policy/policy.h"
 #include "run/auditlog.h"
 #include "run/worker.h"
-#include "zygote/zygote.h"
+#include "pool.h"
 
 /* A batch's answer is built whole (its status is 500 when a run failed in the host), so it
  * is bounded before any input runs: its inputs' output, escaped at worst 6 bytes a byte

@@ -353,6 +353,18 @@ static cJSON *await_event(struct ps_session *s, const char *want, const struct p
 			free(line);
 			return m;
 		}
+		if (!strcmp(ev, "stream") && cb && cb->stream) {
+			/* the bytes as the cell wrote them, from the line's own text (cJSON's
+			 * string has U+FFFD for each byte that was not UTF-8, and a character
+			 * split across two writes is two such bytes) */
+			const char *name = str_of(m, "name"), *q = strstr(line, ",\"text\":\"");
+			size_t n = 0;
+			char *bytes = q ? ps_json_unquote_bytes(q + 8, &n) : NULL;
+
+			if (name && bytes)
+				cb->stream(cb->ctx, name, bytes, n);
+			free(bytes);
+		}
 		free(line);
 		if (note_ended(s, m, err, errlen)) {
 			cJSON_Delete(m);
@@ -363,11 +375,8 @@ static cJSON *await_event(struct ps_session *s, const char *want, const struct p
 			cJSON_Delete(m);
 			return NULL;
 		}
-		if (!strcmp(ev, "stream") && cb && cb->stream) {
-			const char *name = str_of(m, "name"), *text = str_of(m, "text");
-
-			if (name && text)
-				cb->stream(cb->ctx, name, text, strlen(text));
+		if (!strcmp(ev, "stream")) {
+			/* passed on above */
 		} else if (!strcmp(ev, "input_request")) {
 			on_input(s, m, cb);
 		} else if (!strcmp(ev, "display") && cb && cb->display) {

@@ -504,10 +504,6 @@ def test_silent_cell_publishes_nothing(kernel):
     assert [m["msg_type"] for m in msgs] == ["status", "status"]
 
 
-@pytest.mark.xfail(strict=True, reason="the session engine (host/session/) does not answer a "
-                   "cell whose output is not UTF-8: 'verdict: out of memory' at a1a51ef, no "
-                   "verdict at all at 4f36913; the kernel's own UTF-8 step is unit-tested "
-                   "(test_kernel_wire) and fuzzed (fuzz_kernel_utf8)")
 def test_stream_text_is_valid_utf8():
     """Its own kernel: a session that hangs here must not take the module's kernel with it."""
     with running_kernel() as (km, kc):

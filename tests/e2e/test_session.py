@@ -84,6 +84,22 @@ def test_stdout_streams_while_the_cell_runs():
         assert events == [{"id": cid, "event": "stdout", "text": "second\n"}]
 
 
+def test_output_that_is_not_utf8_is_answered_and_escaped():
+    """Bytes that are not UTF-8 (one split across two writes among them) come back as a
+    verdict's do (surrogateescape), in the events and the verdict, and the session goes on.
+    Before: the front could not parse the host's line back and waited for ever."""
+    with Session() as s:
+        cid = s.start("import sys\nsys.stdout.buffer.write(b'caf\\xc3')\nsys.stdout.flush()\n"
+                      "sys.stdout.buffer.write(b'\\xa9 \\xff end\\n')\n")
+        verdict, events = s.wait(cid, timeout=30)
+        assert verdict["status"] == "ok", verdict
+        want = b"caf\xc3\xa9 \xff end\n"
+        assert verdict["stdout"].encode("utf-8", "surrogateescape") == want
+        streamed = "".join(e["text"] for e in events if e["event"] == "stdout")
+        assert streamed.encode("utf-8", "surrogateescape") == want
+        assert s.run("print('next')")["stdout"] == "next\n"
+
+
 # --- rollback: each fatal cell, then proof of the old state ---
 
 def test_rollback_after_wall_timeout():
