@@ -77,25 +77,6 @@ int ps_notify_new(struct ps_notify **out)
 	return 0;
 }
 
-static int send_fd(int sock, int fd)
-{
-	char c = 'F';
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { &c, 1 };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
-	return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -errno;
-}
-
 /* A descriptor sent on sock, or -1 at EOF (the sender went without sending one). */
 static int recv_fd(int sock)
 {
@@ -132,7 +113,7 @@ void ps_notify_supervisor_side(struct ps_notify *n)
 
 int ps_notify_start(struct ps_notify *n, int channel)
 {
-	return send_fd(n->uplink[1], channel);
+	return ps_send_fd(n->uplink[1], channel, 'F');
 }
 
 int ps_notify_fd(const struct ps_notify *n)

@@ -839,26 +839,12 @@ static void sigsys_handler(int sig, siginfo_t *si, void *uctx)
  * parent has it, a notified syscall waits (the wall clock runs). */
 static int hand_over_listener(int lfd, struct ps_child_err *e)
 {
-	char c = 'L';
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { &c, 1 };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-	ssize_t n;
+	int ret = ps_send_fd(PS_LEARN_FD, lfd, 'L');
 
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	__builtin_memcpy(CMSG_DATA(cm), &lfd, sizeof(lfd));
-	n = sendmsg(PS_LEARN_FD, &m, MSG_NOSIGNAL);
 	close(lfd);
 	close(PS_LEARN_FD);
-	if (n != 1) {
-		ps_child_err_set(e, errno, "sendmsg(learn channel, listener): %s", ps_errstr(errno));
+	if (ret < 0) {
+		ps_child_err_set(e, -ret, "sendmsg(learn channel, listener): %s", ps_errstr(-ret));
 		return -1;
 	}
 	return 0;

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <linux/magic.h>
 
@@ -218,4 +220,22 @@ static int rmtree_at(int parent, const char *name)
 int ps_rmtree(const char *path)
 {
 	return rmtree_at(AT_FDCWD, path);
+}
+
+int ps_send_fd(int sock, int fd, char tag)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { &tag, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	__builtin_memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
+	return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -errno;
 }
