@@ -1,6 +1,8 @@
 """Drive `pysnip session` (JSON lines on stdio) from a test: one reader thread, events per id."""
 import json
 import os
+
+import pytest
 import queue
 import subprocess
 import threading
@@ -9,6 +11,12 @@ import time
 from conftest import FIXTURES, PYSNIP
 
 PRIVATE_UIDS = os.path.join(FIXTURES, "policies", "session", "private_uids.json")
+
+# A uid of its own per session, and finding a session's processes by it, need root: not root,
+# every run keeps the caller's uid (a user namespace maps only it), and so does pytest itself.
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="not root: sessions keep the caller's "
+                                "uid (a user namespace maps only it), so neither distinct uids "
+                                "nor a session's processes found by its uid can be shown")
 
 
 class Session:

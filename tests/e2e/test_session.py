@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import needs_rlimit_as
-from sessionkit import PRIVATE_UIDS, Session, procs_of_uid, value
+from sessionkit import PRIVATE_UIDS, Session, needs_root, procs_of_uid, value
 
 # The state every rollback test starts from, and the mutation each fatal cell makes first.
 SETUP = "keep = [1, 2]\ncount = 10\n"
@@ -319,6 +319,7 @@ KILL_PROBE = ("import os\ntry:\n    os.kill(%d, 0)\n    r = 'reached'\n"
               "except PermissionError:\n    r = 'denied'\nr")
 
 
+@needs_root
 @pytest.mark.parametrize("ns", ["namespaces on", "namespaces off"])
 def test_two_sessions_cannot_see_signal_or_read_each_other(ns):
     """python layer off: the kernel's layers alone. Distinct uids; with namespaces, each
@@ -352,6 +353,7 @@ def test_two_sessions_cannot_see_signal_or_read_each_other(ns):
         assert value(a, "open('secret.txt').read()") == "'a'"
 
 
+@needs_root
 def test_fork_bomb_is_bounded_and_leaves_nothing():
     with Session("--disable-layer", "python") as s:
         uid = eval(value(s, "import os\nos.getuid()"))
@@ -373,6 +375,7 @@ def test_fork_bomb_is_bounded_and_leaves_nothing():
     assert procs_of_uid(uid) == []
 
 
+@needs_root
 def test_ended_session_leaves_no_process_or_scratch(tmp_path):
     os.chmod(tmp_path, 0o711)  # the session's uid walks to its scratch under it
     for _ in range(5):
