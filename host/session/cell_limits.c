@@ -1,0 +1,50 @@
+/* A cell's "limits" as the session host reads them (session.h): pure parsing, apart from
+ * host.c (which starts an interpreter), so that tests/fuzz/ can reach it. */
+#include "session.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/policy.h"
+
+int ps_session_cell_limits(const struct ps_policy *p, const struct ps_limits *cell,
+			   const cJSON *lim, struct ps_limits *out, char *err, size_t errlen)
+{
+	struct ps_policy tmp = *p;	/* only its limits are written */
+	const cJSON *it;
+
+	tmp.limits = *cell;
+	if (lim && !cJSON_IsNull(lim) && !cJSON_IsObject(lim)) {
+		snprintf(err, errlen, "limits: not an object");
+		return -1;
+	}
+	cJSON_ArrayForEach(it, lim)
+	{
+		char v[64];
+
+		if (!strcmp(it->string, "memory")) {
+			snprintf(err, errlen, "limits.memory: memory is the session's as a whole, not "
+				 "a cell's (set it when the session starts)");
+			return -1;
+		}
+		if (strcmp(it->string, "wall") && strcmp(it->string, "cpu") &&
+		    strcmp(it->string, "output")) {
+			snprintf(err, errlen, "limits.%s: not a cell limit (known: wall, cpu, output)",
+				 it->string);
+			return -1;
+		}
+		if (cJSON_IsString(it))
+			snprintf(v, sizeof(v), "%s", it->valuestring);
+		else if (cJSON_IsNumber(it))
+			snprintf(v, sizeof(v), "%.0f", it->valuedouble);
+		else {
+			snprintf(err, errlen, "limits.%s: not a string or number", it->string);
+			return -1;
+		}
+		if (ps_policy_override(&tmp, it->string, v, true, err, errlen) < 0)
+			return -1;
+	}
+	*out = tmp.limits;
+	return 0;
+}
