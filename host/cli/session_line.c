@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/jsoncheck.h"
+
 static enum ps_session_line_kind refuse(struct ps_session_line *l, const cJSON *id,
 					const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -69,14 +71,16 @@ static enum ps_session_line_kind parse_cell(const cJSON *m, struct ps_session_li
 enum ps_session_line_kind ps_session_line_parse(const char *line, size_t len,
 						struct ps_session_line *l)
 {
-	cJSON *m = cJSON_Parse(line);
+	const char *problem = ps_json_text_problem(line, len);
+	cJSON *m = problem ? NULL : cJSON_ParseWithLength(line, len);
 	const cJSON *intr = cJSON_GetObjectItemCaseSensitive(m, "interrupt");
 	const cJSON *input = cJSON_GetObjectItemCaseSensitive(m, "input");
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
 
-	(void)len;
 	memset(l, 0, sizeof(*l));
-	if (!cJSON_IsObject(m)) {
+	if (problem) {
+		refuse(l, NULL, NULL, "line: %s", problem);
+	} else if (!cJSON_IsObject(m)) {
 		refuse(l, NULL, NULL, "not a JSON object");
 	} else if (intr) {
 		l->kind = PS_SLINE_INTERRUPT;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/jsoncheck.h"
 #include "util/util.h"
 
 enum { DEFAULT_IDLE_MS = 600000 };
@@ -110,14 +111,15 @@ static int session_limits(const cJSON *sl, struct ps_session_limits *out, char *
 int ps_sessions_parse_create(const struct ps_policy *policies, size_t n, const char *body,
 			     size_t len, struct ps_session_create *c, struct ps_bad *b)
 {
-	cJSON *m = len ? cJSON_ParseWithLength(body, len) : cJSON_CreateObject();
+	const char *problem = len ? ps_json_text_problem(body, len) : NULL;
+	cJSON *m = problem ? NULL : len ? cJSON_ParseWithLength(body, len) : cJSON_CreateObject();
 	char err[512];
 	bool ok;
 	int ret = -1;
 
 	memset(c, 0, sizeof(*c));
-	if (!cJSON_IsObject(m)) {
-		bad(b, NULL, "body: not a JSON object");
+	if (problem || !cJSON_IsObject(m)) {
+		bad(b, NULL, "body: %s", problem ? problem : "not a JSON object");
 		goto out;
 	}
 	c->policy = policy_index(policies, n, cJSON_GetObjectItemCaseSensitive(m, "policy"), &ok);
@@ -141,15 +143,19 @@ out:
 int ps_sessions_parse_exec(const char *body, size_t len, struct ps_session_cell *c,
 			   struct ps_bad *b)
 {
-	cJSON *m = cJSON_ParseWithLength(body ? body : "", len);
+	const char *problem = ps_json_text_problem(body ? body : "", len);
+	cJSON *m = problem ? NULL : cJSON_ParseWithLength(body ? body : "", len);
 	const cJSON *code = cJSON_GetObjectItemCaseSensitive(m, "code");
 	const cJSON *lim = cJSON_GetObjectItemCaseSensitive(m, "limits");
 	int ret = -1;
 
 	memset(c, 0, sizeof(*c));
-	if (!cJSON_IsObject(m) || !cJSON_IsString(code)) {
-		bad(b, m ? "code" : NULL, "%s", m ? "code: missing or not a string"
-						  : "body: not a JSON object");
+	if (problem || !cJSON_IsObject(m) || !cJSON_IsString(code)) {
+		if (problem)
+			bad(b, NULL, "body: %s", problem);
+		else
+			bad(b, m ? "code" : NULL, "%s", m ? "code: missing or not a string"
+							  : "body: not a JSON object");
 		goto out;
 	}
 	c->code = strdup(code->valuestring);
