@@ -55,8 +55,11 @@ static enum ps_session_line_kind parse_cell(const cJSON *m, struct ps_session_li
 		return refuse(l, id, "limits", "limits: not an object");
 	if (query && !known_query(query))
 		return refuse(l, id, "query", "query: complete, inspect or is_complete");
-	if (cursor && !(cJSON_IsNumber(cursor) && cursor->valuedouble >= 0))
-		return refuse(l, id, "cursor", "cursor: not a non-negative number");
+	/* within the code (checked before the cast: a double past SIZE_MAX is UB to convert) */
+	if (cursor && !(cJSON_IsNumber(cursor) && cursor->valuedouble >= 0 &&
+			cursor->valuedouble <= (double)strlen(code->valuestring)))
+		return refuse(l, id, "cursor", "cursor: not a non-negative number within the code "
+			      "(at most its length, %zu)", strlen(code->valuestring));
 	l->kind = query ? PS_SLINE_QUERY : PS_SLINE_CELL;
 	l->id = cJSON_Duplicate(id, true);
 	l->code = strdup(code->valuestring);

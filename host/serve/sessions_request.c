@@ -96,12 +96,15 @@ static int session_limits(const cJSON *sl, struct ps_session_limits *out, char *
 			return -1;
 		}
 		uint64_t *v = (uint64_t *)((char *)out + keys[k].off);
-		if (keys[k].count && cJSON_IsNumber(it) && it->valuedouble >= 0) {
+		/* bounded before the cast (a double past 2^64 is UB to convert), and whole */
+		if (keys[k].count && cJSON_IsNumber(it) && it->valuedouble >= 0 &&
+		    it->valuedouble < 1e15 && it->valuedouble == (double)(uint64_t)it->valuedouble) {
 			*v = (uint64_t)it->valuedouble;
 		} else if (keys[k].count || !cJSON_IsString(it) ||
 			   ps_parse_duration_ms(it->valuestring, v, err, errlen) < 0) {
 			snprintf(err, errlen, "session.%s: %s", it->string,
-				 keys[k].count ? "not a number" : "not a duration (\"30s\", \"10m\")");
+				 keys[k].count ? "not a whole number below 1e15"
+					       : "not a duration (\"30s\", \"10m\")");
 			return -1;
 		}
 	}

@@ -319,8 +319,9 @@ static int op_exec(struct host *h, const cJSON *m, bool query)
 					      strcmp(kind->valuestring, "is_complete")))
 			return send_error(h, "kind", "kind: complete, inspect or is_complete");
 		q.query = kind->valuestring;
-		q.cursor = cJSON_IsNumber(cur) && cur->valuedouble >= 0 ? (size_t)cur->valuedouble
-									: q.len;
+		/* bounded before the cast: a double past SIZE_MAX is UB to convert */
+		q.cursor = cJSON_IsNumber(cur) && cur->valuedouble >= 0 &&
+			   cur->valuedouble <= (double)q.len ? (size_t)cur->valuedouble : q.len;
 	} else if (ps_session_cell_limits(&h->p, &h->cell,
 					  cJSON_GetObjectItemCaseSensitive(m, "limits"), &q.limits,
 					  err, sizeof(err)) < 0) {
@@ -376,9 +377,12 @@ static int op_configure(struct host *h, const cJSON *m)
 
 		if (!cJSON_IsNumber(v) || v->valuedouble < 0)
 			continue;
-		if (keys[i].cell && *slot && (uint64_t)v->valuedouble > *slot)
+		/* 2^64 and past (PS_LIMIT_NONE printed as a double) is UB to convert */
+		uint64_t n = v->valuedouble >= 18446744073709551616.0 ? UINT64_MAX
+								     : (uint64_t)v->valuedouble;
+		if (keys[i].cell && *slot && n > *slot)
 			return send_error(h, keys[i].key, "configure: looser than the policy's");
-		*slot = (uint64_t)v->valuedouble;
+		*slot = n;
 	}
 	h->start_us = h->idle_since_us = ps_now_us();
 	return ps_host_send(h, "{\"event\":\"configured\"}");
