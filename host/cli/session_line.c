@@ -47,12 +47,17 @@ static enum ps_session_line_kind parse_cell(const cJSON *m, struct ps_session_li
 	const cJSON *query = cJSON_GetObjectItemCaseSensitive(m, "query");
 	const cJSON *cursor = cJSON_GetObjectItemCaseSensitive(m, "cursor");
 
+	const char *dup = ps_json_duplicate_key(lim);
+
 	if (!id || !(cJSON_IsString(id) || cJSON_IsNumber(id)))
 		return refuse(l, NULL, "id", "id: missing, or not a string or number");
 	if (!cJSON_IsString(code))
 		return refuse(l, id, "code", "code: missing or not a string");
 	if (lim && !cJSON_IsObject(lim) && !cJSON_IsNull(lim))
 		return refuse(l, id, "limits", "limits: not an object");
+	if (dup)
+		return refuse(l, id, "limits", "limits: \"%.*s\" given twice", ps_utf8_clip(dup, 64),
+			      dup);
 	if (query && !known_query(query))
 		return refuse(l, id, "query", "query: complete, inspect or is_complete");
 	/* within the code (checked before the cast: a double past SIZE_MAX is UB to convert) */
@@ -79,12 +84,16 @@ enum ps_session_line_kind ps_session_line_parse(const char *line, size_t len,
 	const cJSON *intr = cJSON_GetObjectItemCaseSensitive(m, "interrupt");
 	const cJSON *input = cJSON_GetObjectItemCaseSensitive(m, "input");
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+	const char *dup;
 
 	memset(l, 0, sizeof(*l));
 	if (problem) {
 		refuse(l, NULL, NULL, "line: %s", problem);
 	} else if (!cJSON_IsObject(m)) {
 		refuse(l, NULL, NULL, "not a JSON object");
+	} else if ((dup = ps_json_duplicate_key(m))) {
+		/* cJSON finds the first copy, other parsers the last: a line means one thing */
+		refuse(l, NULL, NULL, "line: \"%.*s\" given twice", ps_utf8_clip(dup, 64), dup);
 	} else if (intr) {
 		l->kind = PS_SLINE_INTERRUPT;
 		l->id = cJSON_Duplicate(intr, true);

@@ -27,6 +27,19 @@ static int bad(struct ps_bad *b, const char *field, const char *fmt, ...)
 	return -1;
 }
 
+/* A key twice in obj (cJSON finds the first copy, a proxy may take the last: a body must
+ * mean one thing), named in the refusal; the field is the object's (the body's: ""). */
+static int twice(const cJSON *obj, struct ps_bad *b)
+{
+	const char *dup = ps_json_duplicate_key(obj);
+	const char *in = obj && obj->string ? obj->string : NULL;
+
+	if (!dup)
+		return 0;
+	return bad(b, in, "%s%s\"%.*s\" given twice", in ? in : "body", ": ",
+		   ps_utf8_clip(dup, 64), dup);
+}
+
 static size_t policy_index(const struct ps_policy *policies, size_t n, const cJSON *pol, bool *ok)
 {
 	*ok = true;
@@ -125,6 +138,9 @@ int ps_sessions_parse_create(const struct ps_policy *policies, size_t n, const c
 		bad(b, NULL, "body: %s", problem ? problem : "not a JSON object");
 		goto out;
 	}
+	if (twice(m, b) < 0 || twice(cJSON_GetObjectItemCaseSensitive(m, "limits"), b) < 0 ||
+	    twice(cJSON_GetObjectItemCaseSensitive(m, "session"), b) < 0)
+		goto out;
 	c->policy = policy_index(policies, n, cJSON_GetObjectItemCaseSensitive(m, "policy"), &ok);
 	if (!ok) {
 		bad(b, "policy", "policy: not one this server serves");
@@ -161,6 +177,8 @@ int ps_sessions_parse_exec(const char *body, size_t len, struct ps_session_cell 
 							  : "body: not a JSON object");
 		goto out;
 	}
+	if (twice(m, b) < 0 || twice(lim, b) < 0)
+		goto out;
 	c->code = strdup(code->valuestring);
 	c->len = c->code ? strlen(c->code) : 0;
 	/* anything but null goes to the session host, which says what is wrong with it */

@@ -7,16 +7,23 @@
 #include <string.h>
 
 #include "policy/policy.h"
+#include "util/jsoncheck.h"
 
 int ps_session_cell_limits(const struct ps_policy *p, const struct ps_limits *cell,
 			   const cJSON *lim, struct ps_limits *out, char *err, size_t errlen)
 {
 	struct ps_policy tmp = *p;	/* only its limits are written */
 	const cJSON *it;
+	const char *dup;
 
 	tmp.limits = *cell;
 	if (lim && !cJSON_IsNull(lim) && !cJSON_IsObject(lim)) {
 		snprintf(err, errlen, "limits: not an object");
+		return -1;
+	}
+	if ((dup = ps_json_duplicate_key(lim))) {
+		/* each copy would apply in turn, where another parser would take one */
+		snprintf(err, errlen, "limits.%.*s: given twice", ps_utf8_clip(dup, 64), dup);
 		return -1;
 	}
 	cJSON_ArrayForEach(it, lim)

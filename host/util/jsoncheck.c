@@ -85,3 +85,13 @@ const char *ps_json_duplicate_key(const cJSON *obj)
 	free(names);
 	return dup;
 }
+
+int ps_utf8_clip(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max);
+
+	if (n == max)
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	return (int)n;
+}

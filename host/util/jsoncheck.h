@@ -16,4 +16,8 @@ const char *ps_json_text_problem(const char *s, size_t len);
  * take the last, and a request must mean one thing. */
 const char *ps_json_duplicate_key(const struct cJSON *obj);
 
+/* At most max bytes of s (UTF-8), not cutting a sequence in two: for "%.*s" when a message
+ * quotes a key back (half a character would make the message invalid JSON text). */
+int ps_utf8_clip(const char *s, size_t max);
+
 #endif
