@@ -3,6 +3,7 @@
 #include "session_line.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,8 +50,9 @@ static enum ps_session_line_kind parse_cell(const cJSON *m, struct ps_session_li
 
 	const char *dup = ps_json_duplicate_key(lim);
 
-	if (!id || !(cJSON_IsString(id) || cJSON_IsNumber(id)))
-		return refuse(l, NULL, "id", "id: missing, or not a string or number");
+	/* 1e999 parses as infinity, which cJSON prints as null: every event would lose its id */
+	if (!id || !(cJSON_IsString(id) || (cJSON_IsNumber(id) && isfinite(id->valuedouble))))
+		return refuse(l, NULL, "id", "id: missing, or not a string or finite number");
 	if (!cJSON_IsString(code))
 		return refuse(l, id, "code", "code: missing or not a string");
 	if (lim && !cJSON_IsObject(lim) && !cJSON_IsNull(lim))
