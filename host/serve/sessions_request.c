@@ -24,6 +24,7 @@ static int bad(struct ps_bad *b, const char *field, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(b->reason, sizeof(b->reason), fmt, ap);
 	va_end(ap);
+	ps_utf8_trim_cut(b->reason);	/* a quoted key or value cut by a buffer's end */
 	return -1;
 }
 
@@ -67,7 +68,8 @@ static int create_limits(const struct ps_policy *p, const cJSON *lim, struct ps_
 	cJSON_ArrayForEach(it, lim)
 	{
 		if (!cJSON_IsString(it)) {
-			snprintf(err, errlen, "limits.%s: not a string", it->string);
+			snprintf(err, errlen, "limits.%.*s: not a string",
+				 ps_utf8_clip(it->string, 64), it->string);
 			return -1;
 		}
 		if (ps_policy_override(&tmp, it->string, it->valuestring, true, err, errlen) < 0)
@@ -104,8 +106,8 @@ static int session_limits(const cJSON *sl, struct ps_session_limits *out, char *
 		while (k < PS_ARRAY_LEN(keys) && strcmp(keys[k].key, it->string))
 			k++;
 		if (k == PS_ARRAY_LEN(keys)) {
-			snprintf(err, errlen, "session.%s: unknown (idle, lifetime, cpu, cells)",
-				 it->string);
+			snprintf(err, errlen, "session.%.*s: unknown (idle, lifetime, cpu, cells)",
+				 ps_utf8_clip(it->string, 64), it->string);
 			return -1;
 		}
 		uint64_t *v = (uint64_t *)((char *)out + keys[k].off);
@@ -115,7 +117,7 @@ static int session_limits(const cJSON *sl, struct ps_session_limits *out, char *
 			*v = (uint64_t)it->valuedouble;
 		} else if (keys[k].count || !cJSON_IsString(it) ||
 			   ps_parse_duration_ms(it->valuestring, v, err, errlen) < 0) {
-			snprintf(err, errlen, "session.%s: %s", it->string,
+			snprintf(err, errlen, "session.%.*s: %s", ps_utf8_clip(it->string, 64), it->string,
 				 keys[k].count ? "not a whole number below 1e15"
 					       : "not a duration (\"30s\", \"10m\")");
 			return -1;

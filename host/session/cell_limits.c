@@ -37,8 +37,8 @@ int ps_session_cell_limits(const struct ps_policy *p, const struct ps_limits *ce
 		}
 		if (strcmp(it->string, "wall") && strcmp(it->string, "cpu") &&
 		    strcmp(it->string, "output")) {
-			snprintf(err, errlen, "limits.%s: not a cell limit (known: wall, cpu, output)",
-				 it->string);
+			snprintf(err, errlen, "limits.%.*s: not a cell limit (known: wall, cpu, "
+				 "output)", ps_utf8_clip(it->string, 64), it->string);
 			return -1;
 		}
 		if (cJSON_IsString(it))
@@ -46,11 +46,14 @@ int ps_session_cell_limits(const struct ps_policy *p, const struct ps_limits *ce
 		else if (cJSON_IsNumber(it))
 			snprintf(v, sizeof(v), "%.0f", it->valuedouble);
 		else {
-			snprintf(err, errlen, "limits.%s: not a string or number", it->string);
+			snprintf(err, errlen, "limits.%.*s: not a string or number",
+				 ps_utf8_clip(it->string, 64), it->string);
 			return -1;
 		}
-		if (ps_policy_override(&tmp, it->string, v, true, err, errlen) < 0)
+		if (ps_policy_override(&tmp, it->string, v, true, err, errlen) < 0) {
+			ps_utf8_trim_cut(err);	/* it quotes the value, maybe cut */
 			return -1;
+		}
 	}
 	*out = tmp.limits;
 	return 0;

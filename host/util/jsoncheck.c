@@ -95,3 +95,17 @@ int ps_utf8_clip(const char *s, size_t max)
 			n--;
 	return (int)n;
 }
+
+void ps_utf8_trim_cut(char *buf)
+{
+	size_t len = strlen(buf), k = len, need;
+	unsigned char lead;
+
+	while (k > 0 && len - k < 3 && ((unsigned char)buf[k - 1] & 0xc0) == 0x80)
+		k--;
+	if (k == 0 || (lead = (unsigned char)buf[k - 1]) < 0xc0)
+		return;
+	need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+	if (len - (k - 1) < need)
+		buf[k - 1] = '\0';
+}

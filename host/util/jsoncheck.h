@@ -20,4 +20,8 @@ const char *ps_json_duplicate_key(const struct cJSON *obj);
  * quotes a key back (half a character would make the message invalid JSON text). */
 int ps_utf8_clip(const char *s, size_t max);
 
+/* A message snprintf cut inside a UTF-8 sequence (here, or in a message it quotes): drop the
+ * incomplete sequence at its end. */
+void ps_utf8_trim_cut(char *buf);
+
 #endif

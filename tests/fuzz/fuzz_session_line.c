@@ -74,6 +74,8 @@ static void check_limits(const char *json)
 		if (ps_session_cell_limits(&policies[i], cell, lim, &out, err, sizeof(err)) < 0) {
 			FUZZ_CHECK(fuzz_msg_ok(err, sizeof(err)) && !strncmp(err, "limits", 6),
 				   "a limits refusal not naming limits: '%s'", err);
+			FUZZ_CHECK(fuzz_utf8_valid((const unsigned char *)err, strlen(err)),
+				   "a limits refusal that is not UTF-8: '%s'", err);
 			continue;
 		}
 		FUZZ_CHECK(out.wall_ms <= cell->wall_ms && out.cpu_ms <= cell->cpu_ms &&
