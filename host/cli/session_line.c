@@ -39,6 +39,13 @@ static bool known_query(const cJSON *q)
 	return false;
 }
 
+/* What may name a cell: a string, or a finite number (1e999 parses as infinity, which cJSON
+ * prints as null: every event would lose its id). */
+static bool id_ok(const cJSON *id)
+{
+	return cJSON_IsString(id) || (cJSON_IsNumber(id) && isfinite(id->valuedouble));
+}
+
 /* A cell or a query: {"id", "code", ...}. */
 static enum ps_session_line_kind parse_cell(const cJSON *m, struct ps_session_line *l)
 {
@@ -50,8 +57,7 @@ static enum ps_session_line_kind parse_cell(const cJSON *m, struct ps_session_li
 
 	const char *dup = ps_json_duplicate_key(lim);
 
-	/* 1e999 parses as infinity, which cJSON prints as null: every event would lose its id */
-	if (!id || !(cJSON_IsString(id) || (cJSON_IsNumber(id) && isfinite(id->valuedouble))))
+	if (!id_ok(id))
 		return refuse(l, NULL, "id", "id: missing, or not a string or finite number");
 	if (!cJSON_IsString(code))
 		return refuse(l, id, "code", "code: missing or not a string");
@@ -96,11 +102,15 @@ enum ps_session_line_kind ps_session_line_parse(const char *line, size_t len,
 	} else if ((dup = ps_json_duplicate_key(m))) {
 		/* cJSON finds the first copy, other parsers the last: a line means one thing */
 		refuse(l, NULL, NULL, "line: \"%.*s\" given twice", ps_utf8_clip(dup, 64), dup);
+	} else if (intr && !id_ok(intr)) {
+		refuse(l, NULL, "interrupt", "interrupt: not a cell's id (a string or finite number)");
 	} else if (intr) {
 		l->kind = PS_SLINE_INTERRUPT;
 		l->id = cJSON_Duplicate(intr, true);
 	} else if (input) {
-		if (!cJSON_IsString(input) && !cJSON_IsNull(input)) {
+		if (id && cJSON_IsNumber(id) && !isfinite(id->valuedouble)) {
+			refuse(l, NULL, "id", "id: not a finite number");
+		} else if (!cJSON_IsString(input) && !cJSON_IsNull(input)) {
 			refuse(l, id, "input",
 			       "input: no cell is waiting for input (or not a string/null)");
 		} else {

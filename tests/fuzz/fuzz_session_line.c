@@ -135,7 +135,8 @@ static void check_accepted(const struct ps_session_line *l, const uint8_t *d, si
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const fields[] = { "id", "code", "limits", "query", "cursor", "input" };
+	static const char *const fields[] = { "id", "code", "limits", "query", "cursor", "input",
+					      "interrupt" };
 	struct ps_session_line l;
 	/* the line as getline gives it: NUL-terminated, maybe with NULs inside */
 	char *line = fuzz_cstr(data, size);
