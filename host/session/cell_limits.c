@@ -41,8 +41,12 @@ int ps_session_cell_limits(const struct ps_policy *p, const struct ps_limits *ce
 				 "output)", ps_utf8_clip(it->string, 64), it->string);
 			return -1;
 		}
+		/* a string as it is (a copy into v cut a long one, maybe inside a character,
+		 * and the units parser's message quoted the cut text back) */
+		const char *val = v;
+
 		if (cJSON_IsString(it))
-			snprintf(v, sizeof(v), "%s", it->valuestring);
+			val = it->valuestring;
 		else if (cJSON_IsNumber(it))
 			snprintf(v, sizeof(v), "%.0f", it->valuedouble);
 		else {
@@ -50,7 +54,7 @@ int ps_session_cell_limits(const struct ps_policy *p, const struct ps_limits *ce
 				 ps_utf8_clip(it->string, 64), it->string);
 			return -1;
 		}
-		if (ps_policy_override(&tmp, it->string, v, true, err, errlen) < 0) {
+		if (ps_policy_override(&tmp, it->string, val, true, err, errlen) < 0) {
 			ps_utf8_trim_cut(err);	/* it quotes the value, maybe cut */
 			return -1;
 		}
