@@ -41,6 +41,24 @@ static int twice(const cJSON *obj, struct ps_bad *b)
 		   ps_utf8_clip(dup, 64), dup);
 }
 
+/* A key of the body that is none of known (NULL-terminated): refused, since a misspelt
+ * "limits" would otherwise leave the cells the policy's looser ones, silently. */
+static int unknown(const cJSON *obj, const char *const *known, const char *list, struct ps_bad *b)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, obj) {
+		size_t k = 0;
+
+		while (known[k] && strcmp(known[k], it->string))
+			k++;
+		if (!known[k])
+			return bad(b, NULL, "body: \"%.*s\" is not a field (known: %s)",
+				   ps_utf8_clip(it->string, 64), it->string, list);
+	}
+	return 0;
+}
+
 static size_t policy_index(const struct ps_policy *policies, size_t n, const cJSON *pol, bool *ok)
 {
 	*ok = true;
@@ -129,6 +147,7 @@ static int session_limits(const cJSON *sl, struct ps_session_limits *out, char *
 int ps_sessions_parse_create(const struct ps_policy *policies, size_t n, const char *body,
 			     size_t len, struct ps_session_create *c, struct ps_bad *b)
 {
+	static const char *const known[] = { "policy", "limits", "session", NULL };
 	const char *problem = len ? ps_json_text_problem(body, len) : NULL;
 	cJSON *m = problem ? NULL : len ? cJSON_ParseWithLength(body, len) : cJSON_CreateObject();
 	char err[512];
@@ -140,7 +159,8 @@ int ps_sessions_parse_create(const struct ps_policy *policies, size_t n, const c
 		bad(b, NULL, "body: %s", problem ? problem : "not a JSON object");
 		goto out;
 	}
-	if (twice(m, b) < 0 || twice(cJSON_GetObjectItemCaseSensitive(m, "limits"), b) < 0 ||
+	if (unknown(m, known, "policy, limits, session", b) < 0 || twice(m, b) < 0 ||
+	    twice(cJSON_GetObjectItemCaseSensitive(m, "limits"), b) < 0 ||
 	    twice(cJSON_GetObjectItemCaseSensitive(m, "session"), b) < 0)
 		goto out;
 	c->policy = policy_index(policies, n, cJSON_GetObjectItemCaseSensitive(m, "policy"), &ok);
@@ -164,6 +184,7 @@ out:
 int ps_sessions_parse_exec(const char *body, size_t len, struct ps_session_cell *c,
 			   struct ps_bad *b)
 {
+	static const char *const known[] = { "code", "limits", NULL };
 	const char *problem = ps_json_text_problem(body ? body : "", len);
 	cJSON *m = problem ? NULL : cJSON_ParseWithLength(body ? body : "", len);
 	const cJSON *code = cJSON_GetObjectItemCaseSensitive(m, "code");
@@ -179,7 +200,7 @@ int ps_sessions_parse_exec(const char *body, size_t len, struct ps_session_cell 
 							  : "body: not a JSON object");
 		goto out;
 	}
-	if (twice(m, b) < 0 || twice(lim, b) < 0)
+	if (unknown(m, known, "code, limits", b) < 0 || twice(m, b) < 0 || twice(lim, b) < 0)
 		goto out;
 	c->code = strdup(code->valuestring);
 	c->len = c->code ? strlen(c->code) : 0;

@@ -68,13 +68,29 @@ static bool has_duplicate_key(const cJSON *obj)
 	return false;
 }
 
-static void check_body_accepted(const uint8_t *d, size_t n)
+/* Every key of the body is one of known (NULL-terminated). */
+static bool keys_known(const cJSON *m, const char *const *known)
+{
+	for (const cJSON *it = m ? m->child : NULL; it; it = it->next) {
+		size_t k = 0;
+
+		while (known[k] && strcmp(known[k], it->string))
+			k++;
+		if (!known[k])
+			return false;
+	}
+	return true;
+}
+
+static void check_body_accepted(const uint8_t *d, size_t n, const char *const *known)
 {
 	cJSON *m = cJSON_ParseWithLength((const char *)d, n);
 
 	FUZZ_CHECK(!memchr(d, '\0', n) && !nul_escape(d, n), "a body with a NUL was accepted");
 	FUZZ_CHECK(fuzz_utf8_valid(d, n), "a body that is not UTF-8 was accepted");
 	FUZZ_CHECK(!has_duplicate_key(m), "a body with a key given twice was accepted");
+	/* a misspelt "limits" would leave the policy's looser limits, silently */
+	FUZZ_CHECK(keys_known(m, known), "a body with an unknown key was accepted");
 	cJSON_Delete(m);
 }
 
@@ -98,17 +114,17 @@ static void check_refusal(const struct ps_bad *b, const char *const *fields, siz
 
 static void check_create(const uint8_t *data, size_t size, bool utf8)
 {
-	static const char *const fields[] = { "policy", "limits", "session" };
+	static const char *const fields[] = { "policy", "limits", "session", NULL };
 	struct ps_session_create c;
 	struct ps_bad b;
 
 	memset(&b, 0, sizeof(b));
 	if (ps_sessions_parse_create(policies, npolicies, (const char *)data, size, &c, &b) < 0) {
-		check_refusal(&b, fields, PS_ARRAY_LEN(fields), utf8);
+		check_refusal(&b, fields, PS_ARRAY_LEN(fields) - 1, utf8);
 		return;
 	}
 	if (size)
-		check_body_accepted(data, size);
+		check_body_accepted(data, size, fields);
 	FUZZ_CHECK(c.policy < npolicies, "policy index %zu", c.policy);
 #define TIGHTER(f)                                                                         \
 	FUZZ_CHECK(c.limits.f <= policies[c.policy].limits.f,                               \
@@ -155,7 +171,7 @@ static void check_exec(const uint8_t *data, size_t size, bool utf8)
 		check_refusal(&b, fields, PS_ARRAY_LEN(fields), utf8);
 		return;
 	}
-	check_body_accepted(data, size);
+	check_body_accepted(data, size, (const char *const[]){ "code", "limits", NULL });
 	FUZZ_CHECK(c.code && c.len == strlen(c.code), "code length %zu", c.len);
 	FUZZ_CHECK(fuzz_utf8_valid((const unsigned char *)c.code, c.len), "code is not UTF-8");
 	if (c.limits)
