@@ -46,6 +46,23 @@ static bool id_ok(const cJSON *id)
 	return cJSON_IsString(id) || (cJSON_IsNumber(id) && isfinite(id->valuedouble));
 }
 
+static const char *unknown_key(const cJSON *m)
+{
+	static const char *const known[] = { "id", "code", "limits", "query", "cursor",
+					     "interrupt", "input", "restart" };
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, m) {
+		size_t k = 0;
+
+		while (k < sizeof(known) / sizeof(known[0]) && strcmp(known[k], it->string))
+			k++;
+		if (k == sizeof(known) / sizeof(known[0]))
+			return it->string;
+	}
+	return NULL;
+}
+
 /* A cell or a query: {"id", "code", ...}. */
 static enum ps_session_line_kind parse_cell(const cJSON *m, struct ps_session_line *l)
 {
@@ -54,7 +71,6 @@ static enum ps_session_line_kind parse_cell(const cJSON *m, struct ps_session_li
 	const cJSON *lim = cJSON_GetObjectItemCaseSensitive(m, "limits");
 	const cJSON *query = cJSON_GetObjectItemCaseSensitive(m, "query");
 	const cJSON *cursor = cJSON_GetObjectItemCaseSensitive(m, "cursor");
-
 	const char *dup = ps_json_duplicate_key(lim);
 
 	if (!id_ok(id))
@@ -102,6 +118,10 @@ enum ps_session_line_kind ps_session_line_parse(const char *line, size_t len,
 	} else if ((dup = ps_json_duplicate_key(m))) {
 		/* cJSON finds the first copy, other parsers the last: a line means one thing */
 		refuse(l, NULL, NULL, "line: \"%.*s\" given twice", ps_utf8_clip(dup, 64), dup);
+	} else if ((dup = unknown_key(m))) {
+		/* a misspelt "limits" would run the cell under the session's looser ones */
+		refuse(l, NULL, NULL, "line: \"%.*s\" is not a field (known: id, code, limits, "
+		       "query, cursor, interrupt, input, restart)", ps_utf8_clip(dup, 64), dup);
 	} else if (intr && !id_ok(intr)) {
 		refuse(l, NULL, "interrupt", "interrupt: not a cell's id (a string or finite number)");
 	} else if (intr) {

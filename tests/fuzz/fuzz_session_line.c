@@ -101,6 +101,16 @@ static void check_accepted(const struct ps_session_line *l, const uint8_t *d, si
 	FUZZ_CHECK(!memchr(d, '\0', n) && !nul_escape(d, n), "a line with a NUL was accepted");
 	FUZZ_CHECK(cJSON_IsObject(m), "accepted, but not a JSON object");
 	FUZZ_CHECK(!has_duplicate_key(m), "a line with a key given twice was accepted");
+	for (const cJSON *it = m->child; it; it = it->next) {
+		static const char *const known[] = { "id", "code", "limits", "query", "cursor",
+						     "interrupt", "input", "restart" };
+		bool ok = false;
+
+		for (size_t k = 0; k < PS_ARRAY_LEN(known); k++)
+			ok |= !strcmp(it->string, known[k]);
+		/* a misspelt "limits" would leave the session's looser limits, silently */
+		FUZZ_CHECK(ok, "a line with an unknown key '%s' was accepted", it->string);
+	}
 	if (l->id && cJSON_IsNumber(l->id))
 		FUZZ_CHECK(isfinite(l->id->valuedouble), "an id that prints as null");
 	switch (l->kind) {
