@@ -162,7 +162,7 @@ static void check_cell_limits(const char *json)
 
 static void check_exec(const uint8_t *data, size_t size, bool utf8)
 {
-	static const char *const fields[] = { "code" };
+	static const char *const fields[] = { "code", "limits" };
 	struct ps_session_cell c;
 	struct ps_bad b;
 
