@@ -23,6 +23,7 @@
 #include "policy/policy.h"
 #include "run/result.h"
 #include "session/session.h"
+#include "session_line.h"
 #include "util/util.h"
 
 struct job {
@@ -256,66 +257,59 @@ static void on_interrupt(const cJSON *id)
 		emit_error(id, "interrupt", "interrupt: no cell with this id is running");
 }
 
-static void take_input(const cJSON *id, const cJSON *input)
+/* An input() answer: value is taken (malloc'd; NULL: refused, the cell gets EOFError). */
+static void take_input(const cJSON *id, char *value)
 {
 	bool ok;
 
 	pthread_mutex_lock(&q.mu);
-	ok = q.input_wanted && !q.input_given && (cJSON_IsString(input) || cJSON_IsNull(input));
+	ok = q.input_wanted && !q.input_given;
 	if (ok) {
-		q.input_value = cJSON_IsString(input) ? strdup(input->valuestring) : NULL;
+		q.input_value = value;
 		q.input_given = true;
 		pthread_cond_signal(&q.input_cv);
 	}
 	pthread_mutex_unlock(&q.mu);
-	if (!ok)
+	if (!ok) {
+		free(value);
 		emit_error(id, "input", "input: no cell is waiting for input (or not a string/null)");
+	}
 }
 
-/* One input line: a cell, a query, an input() answer, an interrupt or a restart; anything else is an error line. */
-static void take_line(const char *line)
+/* One input line (session_line.c parses it): a cell, a query, an input() answer, an
+ * interrupt or a restart; anything else is an error line. */
+static void take_line(const char *line, size_t len)
 {
-	cJSON *m = cJSON_Parse(line);
-	const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
-	const cJSON *code = cJSON_GetObjectItemCaseSensitive(m, "code");
-	const cJSON *lim = cJSON_GetObjectItemCaseSensitive(m, "limits");
-	const cJSON *intr = cJSON_GetObjectItemCaseSensitive(m, "interrupt");
-	const cJSON *input = cJSON_GetObjectItemCaseSensitive(m, "input");
-	const cJSON *query = cJSON_GetObjectItemCaseSensitive(m, "query");
-	const cJSON *cursor = cJSON_GetObjectItemCaseSensitive(m, "cursor");
+	struct ps_session_line l;
 	struct job *j;
 
-	if (!cJSON_IsObject(m)) {
-		emit_error(NULL, NULL, "not a JSON object");
-	} else if (intr) {
-		on_interrupt(intr);
-	} else if (input) {
-		take_input(id, input);
-	} else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "restart"))) {
-		j = calloc(1, sizeof(*j));
-		if (j)
-			push(j);
-	} else if (!id || !(cJSON_IsString(id) || cJSON_IsNumber(id))) {
-		emit_error(NULL, "id", "id: missing, or not a string or number");
-	} else if (!cJSON_IsString(code)) {
-		emit_error(id, "code", "code: missing or not a string");
-	} else if (lim && !cJSON_IsObject(lim) && !cJSON_IsNull(lim)) {
-		emit_error(id, "limits", "limits: not an object");
-	} else if (query && (!cJSON_IsString(query) || (strcmp(query->valuestring, "complete") &&
-			     strcmp(query->valuestring, "inspect") &&
-			     strcmp(query->valuestring, "is_complete")))) {
-		emit_error(id, "query", "query: complete, inspect or is_complete");
-	} else if (cursor && !(cJSON_IsNumber(cursor) && cursor->valuedouble >= 0)) {
-		emit_error(id, "cursor", "cursor: not a non-negative number");
-	} else if ((j = calloc(1, sizeof(*j)))) {
-		j->id = cJSON_Duplicate(id, true);
-		j->code = strdup(code->valuestring);
-		j->query = query ? strdup(query->valuestring) : NULL;
-		j->cursor = cursor ? (size_t)cursor->valuedouble : strlen(code->valuestring);
-		j->limits = lim && cJSON_IsObject(lim) ? cJSON_PrintUnformatted(lim) : NULL;
+	switch (ps_session_line_parse(line, len, &l)) {
+	case PS_SLINE_ERROR:
+		emit_error(l.id, l.field, l.message);
+		break;
+	case PS_SLINE_INTERRUPT:
+		on_interrupt(l.id);
+		break;
+	case PS_SLINE_INPUT:
+		take_input(l.id, l.input);
+		l.input = NULL;
+		break;
+	case PS_SLINE_RESTART:	/* a job without an id */
+	case PS_SLINE_CELL:
+	case PS_SLINE_QUERY:
+		if (!(j = calloc(1, sizeof(*j))))
+			break;
+		j->id = l.id;
+		j->code = l.code;
+		j->limits = l.limits;
+		j->query = l.query;
+		j->cursor = l.cursor;
+		l.id = NULL;
+		l.code = l.limits = l.query = NULL;
 		push(j);
+		break;
 	}
-	cJSON_Delete(m);
+	ps_session_line_free(&l);
 }
 
 static void usage(FILE *f)
@@ -388,6 +382,7 @@ int ps_cmd_session(int argc, char **argv)
 	struct ps_session_opts o = { .slot = -1 };
 	char err[600], *line = NULL;
 	size_t cap = 0;
+	ssize_t n;
 	pthread_t t;
 
 	if (parse(argc, argv, &o) < 0)
@@ -401,9 +396,9 @@ int ps_cmd_session(int argc, char **argv)
 		ps_err("pthread_create: failed");
 		return PS_EXIT_INTERNAL;
 	}
-	while (getline(&line, &cap, stdin) > 0) {
+	while ((n = getline(&line, &cap, stdin)) > 0) {
 		if (line[strspn(line, " \t\r\n")])
-			take_line(line);
+			take_line(line, (size_t)n);
 	}
 	free(line);
 	pthread_mutex_lock(&q.mu);

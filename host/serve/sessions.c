@@ -22,7 +22,7 @@
 #include "session/session.h"
 #include "util/util.h"
 
-enum { ID_LEN = 32, DEFAULT_IDLE_MS = 600000, REAP_EVERY_MS = 500 };
+enum { ID_LEN = 32, REAP_EVERY_MS = 500 };
 
 struct entry {
 	char id[ID_LEN + 1];
@@ -172,119 +172,21 @@ void ps_sessions_free(struct ps_sessions *ss)
 
 /* --- the routes --- */
 
-static size_t policy_index(const struct ps_server_config *cfg, const cJSON *pol, bool *ok)
-{
-	*ok = true;
-	if (!pol)
-		return 0;
-	for (size_t i = 0; cJSON_IsString(pol) && i < cfg->n; i++)
-		if (!strcmp(cfg->policies[i].name, pol->valuestring))
-			return i;
-	*ok = false;
-	return 0;
-}
-
-/* The cells' limits: the policy's, tightened by the request (memory too: it is the
- * session's). 0, or -1 with the reason in err naming the field. */
-static int create_limits(const struct ps_policy *p, const cJSON *lim, struct ps_limits *out,
-			 char *err, size_t errlen)
-{
-	struct ps_policy tmp = *p;
-	const cJSON *it;
-
-	if (lim && !cJSON_IsObject(lim)) {
-		snprintf(err, errlen, "limits: not an object");
-		return -1;
-	}
-	cJSON_ArrayForEach(it, lim)
-	{
-		if (!cJSON_IsString(it)) {
-			snprintf(err, errlen, "limits.%s: not a string", it->string);
-			return -1;
-		}
-		if (ps_policy_override(&tmp, it->string, it->valuestring, true, err, errlen) < 0)
-			return -1;
-	}
-	*out = tmp.limits;
-	return 0;
-}
-
-static int session_limits(const cJSON *sl, struct ps_session_limits *out, char *err, size_t errlen)
-{
-	static const struct {
-		const char *key;
-		size_t off;
-		bool count;
-	} keys[] = {
-		{ "idle", offsetof(struct ps_session_limits, idle_ms), false },
-		{ "lifetime", offsetof(struct ps_session_limits, lifetime_ms), false },
-		{ "cpu", offsetof(struct ps_session_limits, cpu_ms), false },
-		{ "cells", offsetof(struct ps_session_limits, cells), true },
-	};
-	const cJSON *it;
-
-	memset(out, 0, sizeof(*out));
-	out->idle_ms = DEFAULT_IDLE_MS;
-	if (sl && !cJSON_IsObject(sl)) {
-		snprintf(err, errlen, "session: not an object");
-		return -1;
-	}
-	cJSON_ArrayForEach(it, sl)
-	{
-		size_t k = 0;
-
-		while (k < PS_ARRAY_LEN(keys) && strcmp(keys[k].key, it->string))
-			k++;
-		if (k == PS_ARRAY_LEN(keys)) {
-			snprintf(err, errlen, "session.%s: unknown (idle, lifetime, cpu, cells)",
-				 it->string);
-			return -1;
-		}
-		uint64_t *v = (uint64_t *)((char *)out + keys[k].off);
-		if (keys[k].count && cJSON_IsNumber(it) && it->valuedouble >= 0) {
-			*v = (uint64_t)it->valuedouble;
-		} else if (keys[k].count || !cJSON_IsString(it) ||
-			   ps_parse_duration_ms(it->valuestring, v, err, errlen) < 0) {
-			snprintf(err, errlen, "session.%s: %s", it->string,
-				 keys[k].count ? "not a number" : "not a duration (\"30s\", \"10m\")");
-			return -1;
-		}
-	}
-	return 0;
-}
-
 static unsigned create(struct ps_sessions *ss, const char *body, size_t len, char **out)
 {
-	cJSON *m = len ? cJSON_ParseWithLength(body, len) : cJSON_CreateObject();
-	struct ps_session_limits sl;
-	struct ps_limits lim;
+	struct ps_session_create c;
+	struct ps_bad b;
 	struct entry *e = NULL;
 	char err[600];
 	unsigned char raw[ID_LEN / 2];
-	bool ok;
 	size_t pi;
 	int full;
 
-	if (!cJSON_IsObject(m)) {
-		cJSON_Delete(m);
-		*out = json_error(NULL, "body: not a JSON object");
+	if (ps_sessions_parse_create(ss->cfg->policies, ss->cfg->n, body, len, &c, &b) < 0) {
+		*out = json_error(b.field[0] ? b.field : NULL, b.reason);
 		return 400;
 	}
-	pi = policy_index(ss->cfg, cJSON_GetObjectItemCaseSensitive(m, "policy"), &ok);
-	if (!ok) {
-		cJSON_Delete(m);
-		*out = json_error("policy", "policy: not one this server serves");
-		return 400;
-	}
-	if (create_limits(&ss->cfg->policies[pi], cJSON_GetObjectItemCaseSensitive(m, "limits"),
-			  &lim, err, sizeof(err)) < 0 ||
-	    session_limits(cJSON_GetObjectItemCaseSensitive(m, "session"), &sl, err,
-			   sizeof(err)) < 0) {
-		cJSON_Delete(m);
-		*out = json_error(!strncmp(err, "session", 7) ? "session" : "limits", err);
-		return 400;
-	}
-	cJSON_Delete(m);
+	pi = c.policy;
 	/* a place in the table first, so that a full server never forks */
 	pthread_mutex_lock(&ss->mu);
 	full = ss->n >= ss->max;
@@ -312,7 +214,7 @@ static unsigned create(struct ps_sessions *ss, const char *body, size_t len, cha
 		return full ? 429 : 500;
 	}
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw) ||
-	    ps_zygote_session(&ss->cfg->zygotes[pi], &lim, &sl, &e->s, err, sizeof(err)) < 0) {
+	    ps_zygote_session(&ss->cfg->zygotes[pi], &c.limits, &c.session, &e->s, err, sizeof(err)) < 0) {
 		if (!e->s && !err[0])
 			snprintf(err, sizeof(err), "getrandom(): %s", strerror(errno));
 		unref(ss, e);
@@ -331,12 +233,12 @@ static unsigned create(struct ps_sessions *ss, const char *body, size_t len, cha
 	cJSON *r = cJSON_CreateObject();
 	cJSON_AddStringToObject(r, "id", e->id);
 	cJSON_AddStringToObject(r, "policy", ss->cfg->policies[pi].name);
-	cJSON_AddItemToObject(r, "limits", ps_limits_to_cjson(&lim));
+	cJSON_AddItemToObject(r, "limits", ps_limits_to_cjson(&c.limits));
 	cJSON *sj = cJSON_AddObjectToObject(r, "session");
-	cJSON_AddNumberToObject(sj, "idle_ms", (double)sl.idle_ms);
-	cJSON_AddNumberToObject(sj, "lifetime_ms", (double)sl.lifetime_ms);
-	cJSON_AddNumberToObject(sj, "cpu_ms", (double)sl.cpu_ms);
-	cJSON_AddNumberToObject(sj, "cells", (double)sl.cells);
+	cJSON_AddNumberToObject(sj, "idle_ms", (double)c.session.idle_ms);
+	cJSON_AddNumberToObject(sj, "lifetime_ms", (double)c.session.lifetime_ms);
+	cJSON_AddNumberToObject(sj, "cpu_ms", (double)c.session.cpu_ms);
+	cJSON_AddNumberToObject(sj, "cells", (double)c.session.cells);
 	*out = cJSON_PrintUnformatted(r);
 	cJSON_Delete(r);
 	unref(ss, e);
@@ -346,23 +248,16 @@ static unsigned create(struct ps_sessions *ss, const char *body, size_t len, cha
 static unsigned exec_cell(struct ps_sessions *ss, struct entry *e, const char *body, size_t len,
 			  char **out)
 {
-	cJSON *m = cJSON_ParseWithLength(body, len);
-	const cJSON *code = cJSON_GetObjectItemCaseSensitive(m, "code");
-	const cJSON *lim = cJSON_GetObjectItemCaseSensitive(m, "limits");
-	char err[600], *lj = NULL, *v;
+	struct ps_session_cell c;
+	struct ps_bad b;
+	char err[600], *v;
 
-	if (!cJSON_IsObject(m) || !cJSON_IsString(code)) {
-		cJSON_Delete(m);
-		*out = json_error(m ? "code" : NULL, m ? "code: missing or not a string"
-						       : "body: not a JSON object");
+	if (ps_sessions_parse_exec(body, len, &c, &b) < 0) {
+		*out = json_error(b.field[0] ? b.field : NULL, b.reason);
 		return 400;
 	}
-	if (lim && !cJSON_IsNull(lim))
-		lj = cJSON_PrintUnformatted(lim);
-	v = ps_session_exec(e->s, code->valuestring, strlen(code->valuestring), lj, NULL, err,
-			    sizeof(err));
-	free(lj);
-	cJSON_Delete(m);
+	v = ps_session_exec(e->s, c.code, c.len, c.limits, NULL, err, sizeof(err));
+	ps_sessions_cell_free(&c);
 	if (!v) {
 		bool ended = !strncmp(err, "session ended", 13);
 

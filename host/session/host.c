@@ -242,48 +242,6 @@ static unsigned pick_slot(struct host *h, int want)
 
 /* --- the front's requests --- */
 
-/* The cell's limits: the session's, tightened by the request's "limits" object. */
-static int cell_limits(struct host *h, const cJSON *lim, struct ps_limits *out, char *err,
-		       size_t errlen)
-{
-	struct ps_policy tmp = h->p;	/* only its limits are written */
-	const cJSON *it;
-
-	tmp.limits = h->cell;
-	if (lim && !cJSON_IsNull(lim) && !cJSON_IsObject(lim)) {
-		snprintf(err, errlen, "limits: not an object");
-		return -1;
-	}
-	cJSON_ArrayForEach(it, lim)
-	{
-		char v[64];
-
-		if (!strcmp(it->string, "memory")) {
-			snprintf(err, errlen, "limits.memory: memory is the session's as a whole, not "
-				 "a cell's (set it when the session starts)");
-			return -1;
-		}
-		if (strcmp(it->string, "wall") && strcmp(it->string, "cpu") &&
-		    strcmp(it->string, "output")) {
-			snprintf(err, errlen, "limits.%s: not a cell limit (known: wall, cpu, output)",
-				 it->string);
-			return -1;
-		}
-		if (cJSON_IsString(it))
-			snprintf(v, sizeof(v), "%s", it->valuestring);
-		else if (cJSON_IsNumber(it))
-			snprintf(v, sizeof(v), "%.0f", it->valuedouble);
-		else {
-			snprintf(err, errlen, "limits.%s: not a string or number", it->string);
-			return -1;
-		}
-		if (ps_policy_override(&tmp, it->string, v, true, err, errlen) < 0)
-			return -1;
-	}
-	*out = tmp.limits;
-	return 0;
-}
-
 bool ps_host_session_over(struct host *h, uint64_t now)
 {
 	const struct ps_session_limits *sl = &h->sl;
@@ -361,10 +319,12 @@ static int op_exec(struct host *h, const cJSON *m, bool query)
 					      strcmp(kind->valuestring, "is_complete")))
 			return send_error(h, "kind", "kind: complete, inspect or is_complete");
 		q.query = kind->valuestring;
-		q.cursor = cJSON_IsNumber(cur) && cur->valuedouble >= 0 ? (size_t)cur->valuedouble
-									: q.len;
-	} else if (cell_limits(h, cJSON_GetObjectItemCaseSensitive(m, "limits"), &q.limits, err,
-			       sizeof(err)) < 0) {
+		/* bounded before the cast: a double past SIZE_MAX is UB to convert */
+		q.cursor = cJSON_IsNumber(cur) && cur->valuedouble >= 0 &&
+			   cur->valuedouble <= (double)q.len ? (size_t)cur->valuedouble : q.len;
+	} else if (ps_session_cell_limits(&h->p, &h->cell,
+					  cJSON_GetObjectItemCaseSensitive(m, "limits"), &q.limits,
+					  err, sizeof(err)) < 0) {
 		return send_error(h, "limits", err);
 	}
 	if (!h->holder_up && ps_host_spawn_holder(h, err, sizeof(err)) < 0) {
@@ -417,9 +377,12 @@ static int op_configure(struct host *h, const cJSON *m)
 
 		if (!cJSON_IsNumber(v) || v->valuedouble < 0)
 			continue;
-		if (keys[i].cell && *slot && (uint64_t)v->valuedouble > *slot)
+		/* 2^64 and past (PS_LIMIT_NONE printed as a double) is UB to convert */
+		uint64_t n = v->valuedouble >= 18446744073709551616.0 ? UINT64_MAX
+								     : (uint64_t)v->valuedouble;
+		if (keys[i].cell && *slot && n > *slot)
 			return send_error(h, keys[i].key, "configure: looser than the policy's");
-		*slot = (uint64_t)v->valuedouble;
+		*slot = n;
 	}
 	h->start_us = h->idle_since_us = ps_now_us();
 	return ps_host_send(h, "{\"event\":\"configured\"}");

@@ -108,6 +108,17 @@ const char *ps_session_wait_ended(struct ps_session *s, int timeout_ms);
  * every descriptor of the handle closed. Nothing is left. NULL is fine. */
 void ps_session_close(struct ps_session *s);
 
+/* cell_limits.c: what the session host makes of a cell's limits (ps_session_exec's
+ * limits_json, parsed): cell, the session's cell limits under policy p, tightened by lim
+ * (NULL or JSON null: none; wall, cpu, output in human units or numbers). 0 with *out, or -1
+ * with err naming the field ("limits.wall: ..."). */
+struct cJSON;
+struct ps_policy;
+struct ps_limits;
+int ps_session_cell_limits(const struct ps_policy *p, const struct ps_limits *cell,
+			   const struct cJSON *lim, struct ps_limits *out, char *err,
+			   size_t errlen);
+
 /* `pysnip session-host`: the internal command ps_session_start execs. */
 int ps_cmd_session_host(int argc, char **argv);
 

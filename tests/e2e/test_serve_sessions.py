@@ -109,6 +109,23 @@ def test_bad_session_requests_name_the_field(srv, path, body, field):
     assert st == 400 and r["field"] == field, r
 
 
+# found by tests/fuzz/fuzz_session_http.c: each was taken (or undefined behaviour) before
+@pytest.mark.parametrize("raw,field", [
+    (b'{"policy": "default", "policy": "strict"}', None),
+    (b'{"limits": {"wall": "1s", "wall": "2s"}}', "limits"),
+    (b'{"session": {"cells": 1e300}}', "session"),
+    (b'{"session": {"cells": 2.5}}', "session"),
+    (b'{"policy": "default\\u0000x"}', None),
+    (b'{"policy": "default"}\x00', None),
+    (b'{"policy": "\xff"}', None),
+    (b'{"limts": {"wall": "1s"}}', None),  # misspelt: the policy's limits, silently
+])
+def test_bad_session_bodies_are_refused(srv, raw, field):
+    st, _, r = srv.request("POST", "/v1/sessions", raw=raw,
+                           headers={"Content-Type": "application/json"})
+    assert st == 400 and r["field"] == field, r
+
+
 def test_unknown_id_is_404(srv):
     st, _, r = srv.request("POST", "/v1/sessions/%s/exec" % ("0" * 32), {"code": "1"})
     assert st == 404

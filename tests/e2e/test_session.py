@@ -256,6 +256,14 @@ def test_interrupt_of_unknown_id_is_an_error_line():
     ('{"id": 1, "code": "1", "limits": {"wall": "1h"}}', "limits"),
     ('{"id": 1, "code": "1", "limits": {"nope": "1s"}}', "limits"),
     ('[1, 2', None),
+    # found by tests/fuzz/fuzz_session_line.c: each was taken before
+    ('{"id": 1, "code": "x = 2\\u0000import os"}', None),
+    ('{"id": 1, "code": "x = 2", "code": "x = 3"}', None),
+    ('{"id": 1e999, "code": "x = 2"}', "id"),
+    ('{"interrupt": 1e999}', "interrupt"),
+    ('{"id": 1, "query": "inspect", "code": "x", "cursor": 1e300}', "cursor"),
+    ('{"id": 1, "code": "x = 2", "limits": {"wall": "2s", "wall": "1s"}}', "limits"),
+    ('{"id": 1, "code": "x = 2", "limts": {"wall": "1s"}}', None),
 ])
 def test_malformed_lines_get_an_error_and_the_session_carries_on(line, field):
     with Session() as s:
