@@ -140,6 +140,19 @@ static int session_limits(const cJSON *sl, struct ps_session_limits *out, char *
 					       : "not a duration (\"30s\", \"10m\")");
 			return -1;
 		}
+		/* 0 never means "no limit" in a request (issue 9): a key left out is the server's
+		 * default (none, but the idle reaping); the idle time may only be shortened */
+		if (*v == 0) {
+			snprintf(err, errlen, "session.%s: 0 is refused (it would mean no limit); leave "
+				 "the key out for the server's default (%s)", keys[k].key,
+				 k == 0 ? "10m" : "none");
+			return -1;
+		}
+		if (k == 0 && *v > DEFAULT_IDLE_MS) {
+			snprintf(err, errlen, "session.idle: longer than the server's 10m (idle "
+				 "sessions are reaped; a request may only shorten that)");
+			return -1;
+		}
 	}
 	return 0;
 }

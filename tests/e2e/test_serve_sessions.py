@@ -260,3 +260,16 @@ def test_request_limits_hold_on_forked_ahead_and_fresh_sessions(srv):
     sid = new(srv)  # positive control: the policy's 256M holds it
     assert run(srv, sid, "b = bytearray(150 << 20)")["state"] == "kept"
     delete(srv, sid)
+
+
+def test_session_limits_of_a_request_never_loosen_the_server(srv):
+    """0 never means "no limit" in a request (as for /v1/exec's limits): a session limit of 0
+    is refused, and the idle time (reaped after 10 minutes) may only be shortened."""
+    for sl in ({"idle": "0"}, {"idle": "0s"}, {"idle": "1h"}, {"lifetime": "0"}, {"cells": 0},
+               {"cpu": "0ms"}):
+        st, _, r = srv.request("POST", "/v1/sessions", {"session": sl})
+        key = "session." + next(iter(sl))
+        assert st == 400 and r["field"] == "session" and r["error"].startswith(key), (sl, r)
+    st, _, r = srv.request("POST", "/v1/sessions", {"session": {"idle": "5m", "cells": 3}})
+    assert st == 201 and r["session"]["idle_ms"] == 300000 and r["session"]["cells"] == 3, r
+    delete(srv, r["id"])
