@@ -133,7 +133,7 @@ $(BUILD):
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
-e2e: $(BIN) $(SERVE_BIN) $(KERNEL_BIN)
+e2e: $(BIN) $(SERVE_BIN) $(KERNEL_BIN) mpl-cache/.built
 	PYSNIP=$(abspath $(BIN)) $(PY) -m pytest -q -rs tests/e2e tests/attacks tests/load
 
 # Dependencies point down the pipeline (DESIGN.md section 8): fails on a wrong-way include.
@@ -147,7 +147,7 @@ test: includes $(BIN) $(SERVE_BIN) $(KERNEL_BIN) unit e2e
 # Tests whose proof needs root skip, saying why.
 UNPRIV_USER ?= nobody
 # The tree is copied to a world-readable directory first: a checkout under /root is not.
-test-unprivileged: $(BIN) $(SERVE_BIN) $(KERNEL_BIN)
+test-unprivileged: $(BIN) $(SERVE_BIN) $(KERNEL_BIN) mpl-cache/.built
 	@d=$$(mktemp -d /tmp/pysnip-unpriv.XXXXXX) && chmod 755 $$d && \
 	tar cf - --exclude=./build --exclude=./build-asan --exclude=./build-fuzz --exclude=./.git . | tar xf - -C $$d && \
 	cp $(BIN) $(SERVE_BIN) $(KERNEL_BIN) $$d/ && chmod -R a+rX $$d && \
