@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "util/codec.h"
+#include "util/jsoncheck.h"
 #include "util/util.h"
 
 struct served {
@@ -17,46 +18,17 @@ struct served {
 	size_t n;
 };
 
-/* At most max bytes of s, not cutting a UTF-8 sequence in two (for "%.*s"): the body was
- * checked to be UTF-8, and what the refusal quotes of it goes back to the client as JSON text,
- * where half a character would come out as a lone surrogate. */
-static int clip(const char *s, size_t max)
-{
-	size_t n = strnlen(s, max);
-
-	if (n == max)
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;
-	return (int)n;
-}
-
-/* A message with a cut UTF-8 sequence at its end (snprintf cut it, here or in a message it
- * quotes, such as a unit parser's): drop the incomplete sequence. */
-static void trim_cut(char *buf)
-{
-	size_t len = strlen(buf), k = len, need;
-	unsigned char lead;
-
-	while (k > 0 && len - k < 3 && ((unsigned char)buf[k - 1] & 0xc0) == 0x80)
-		k--;
-	if (k == 0 || (lead = (unsigned char)buf[k - 1]) < 0xc0)
-		return;
-	need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
-	if (len - (k - 1) < need)
-		buf[k - 1] = '\0';
-}
-
 static int bad(struct ps_bad *b, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static int bad(struct ps_bad *b, const char *field, const char *fmt, ...)
 {
 	va_list ap;
 
-	snprintf(b->field, sizeof(b->field), "%.*s", clip(field, sizeof(b->field) - 1), field);
+	snprintf(b->field, sizeof(b->field), "%.*s", ps_utf8_clip(field, sizeof(b->field) - 1), field);
 	va_start(ap, fmt);
 	vsnprintf(b->reason, sizeof(b->reason), fmt, ap);
 	va_end(ap);
-	trim_cut(b->reason);
+	ps_utf8_trim_cut(b->reason);
 	return -1;
 }
 
@@ -77,7 +49,7 @@ static int parse_policy(const struct served *s, const cJSON *v, struct ps_job *j
 			 i ? ", " : "", s->policies[i].name);
 	}
 	return bad(b, "policy", "policy: '%.*s' is not served here (served: %s)",
-		   clip(v->valuestring, 64), v->valuestring, served);
+		   ps_utf8_clip(v->valuestring, 64), v->valuestring, served);
 }
 
 /* Does a key before it in obj have its name? cJSON keeps every copy of a key and its lookups
@@ -107,7 +79,7 @@ static int parse_limits(const struct served *s, const cJSON *v, struct ps_job *j
 	cJSON_ArrayForEach(it, v) {
 		const char *val = num;
 
-		snprintf(field, sizeof(field), "limits.%.*s", clip(it->string, 50), it->string);
+		snprintf(field, sizeof(field), "limits.%.*s", ps_utf8_clip(it->string, 50), it->string);
 		if (duplicate(v, it))
 			return bad(b, field, "%s: given twice", field);
 		if (cJSON_IsString(it))
@@ -256,9 +228,9 @@ static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j
 			known |= !strcmp(it->string, known_keys[i]);
 		if (!known)
 			return bad(b, it->string, "%.*s: unknown field (known: code, stdin, policy, "
-				   "limits, files)", clip(it->string, 50), it->string);
+				   "limits, files)", ps_utf8_clip(it->string, 50), it->string);
 		if (duplicate(root, it))
-			return bad(b, it->string, "%.*s: given twice", clip(it->string, 50),
+			return bad(b, it->string, "%.*s: given twice", ps_utf8_clip(it->string, 50),
 				   it->string);
 	}
 	code = cJSON_GetObjectItemCaseSensitive(root, "code");
@@ -274,58 +246,6 @@ static int parse_job(const struct served *s, const cJSON *root, struct ps_job *j
 	return j->batch ? batch_bounds(j, b) : 0;
 }
 
-/* Length of the well-formed UTF-8 sequence at s (at most avail bytes), or 0: Unicode Table 3-7,
- * whose range for the second byte is what rules out overlongs (E0 80, F0 80), surrogates
- * (ED A0) and anything past U+10FFFF (F4 90, F5..). */
-static size_t utf8_len(const unsigned char *s, size_t avail)
-{
-	unsigned c = s[0], lo = 0x80, hi = 0xbf;
-	size_t n;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-	else
-		return 0;
-	if (n > avail || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t k = 2; k < n; k++)
-		if ((s[k] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
-/* What cJSON would let through but we must not: bytes that are not UTF-8 (JSON is UTF-8), and
- * a NUL, raw or as a \u0000 escape (a C string would silently end there, changing the code;
- * cJSON copies a raw NUL into a string, and skips one between tokens as if it were a space). */
-static const char *body_problem(const char *b, size_t len)
-{
-	for (size_t i = 0; i < len;) {
-		unsigned char c = (unsigned char)b[i];
-		size_t n = utf8_len((const unsigned char *)b + i, len - i);
-
-		if (!c)
-			return "body: a NUL byte (not valid in JSON)";
-		if (!n)
-			return "body: not valid UTF-8";
-		if (c == '\\' && i + 6 <= len && !strncasecmp(b + i + 1, "u0000", 5)) {
-			size_t bs = 0;
-
-			while (bs <= i && b[i - bs] == '\\')
-				bs++;
-			if (bs % 2)
-				return "body: \\u0000 (NUL) in a string is not supported";
-		}
-		i += n;
-	}
-	return NULL;
-}
-
 int ps_job_parse(const char *body, size_t len, bool batch, const struct ps_policy *policies,
 		 size_t n, struct ps_job *j, struct ps_bad *b)
 {
@@ -335,8 +255,8 @@ int ps_job_parse(const char *body, size_t len, bool batch, const struct ps_polic
 
 	memset(j, 0, sizeof(*j));
 	j->batch = batch;
-	if (len && (problem = body_problem(body, len)))
-		return bad(b, "", "%s", problem);
+	if (len && (problem = ps_json_text_problem(body, len)))
+		return bad(b, "", "body: %s", problem);
 	root = cJSON_ParseWithLength(body ? body : "", len);
 	if (!root)
 		return bad(b, "", "body: not valid JSON");
