@@ -57,18 +57,23 @@ static char parse_stat(char *buf, unsigned long long *v, int last)
 
 int ps_procstat_read(int fd, struct ps_procstat *st)
 {
+	enum { FLAGS = 9, THREADS = 20, START_CODE = 26, EXIT_CODE = 52 };
 	char buf[1024];
-	unsigned long long v[21];
+	unsigned long long v[EXIT_CODE + 1];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 
 	if (n < 0)
 		return -errno;
 	buf[n] = '\0';
-	st->state = parse_stat(buf, v, 20);
+	st->state = parse_stat(buf, v, EXIT_CODE);
 	if (!st->state)
 		return -EPROTO;
-	st->flags = (unsigned long)v[9];
-	st->threads = (long)v[20];
+	st->flags = (unsigned long)v[FLAGS];
+	st->threads = (long)v[THREADS];
+	/* fs/proc/array.c: start_code is 1 to a reader the kernel refuses the task's details
+	 * (ptrace_may_access), 0 once its memory is gone; exit_code is 0 to such a reader */
+	st->details = v[START_CODE] > 1;
+	st->exit_code = (int)v[EXIT_CODE];
 	return 0;
 }
 
@@ -101,6 +106,12 @@ int ps_procstat_scrub_self(bool argv)
 bool ps_procstat_exiting_by_itself(const struct ps_procstat *st)
 {
 	return (st->flags & PF_EXITING) && !(st->flags & PF_SIGNALED) && st->threads == 1;
+}
+
+bool ps_procstat_exiting_alone(const struct ps_procstat *st, int exit_code)
+{
+	return ps_procstat_exiting_by_itself(st) && !strchr("ZXx", st->state) &&
+	       st->exit_code == exit_code;
 }
 
 bool ps_procstat_signaled(const struct ps_procstat *st)

@@ -12,6 +12,8 @@ struct ps_procstat {
 	char state;		/* R, S, D, T, t, Z, X, ... */
 	unsigned long flags;	/* the task's PF_* flags */
 	long threads;		/* threads not yet released */
+	bool details;		/* the kernel shows us its memory layout and exit code */
+	int exit_code;		/* what its do_exit() was given (wait4's status), if details */
 };
 
 /* Open /proc/PID/stat, then check through pidfd that the process had not exited by then: the
@@ -25,6 +27,13 @@ int ps_procstat_read(int fd, struct ps_procstat *st);
  * thread gone but the one in do_exit. Nothing of it can run again, so no kernel death (a
  * seccomp kill, RLIMIT_CPU's SIGKILL) can follow. */
 bool ps_procstat_exiting_by_itself(const struct ps_procstat *st);
+/* The same for a process that may have had other threads: the one left is still inside its
+ * do_exit() (not a zombie yet) and that exit is with exit_code, the status wait4 will give.
+ * A leader that left by exit() while another thread lived is a zombie once that thread is
+ * gone, whatever killed it; a group exit a signal started first passes its number on (the
+ * leader's exit_group() then exits with it, PF_SIGNALED not set). Needs details from the
+ * read, or exit_code shows 0. */
+bool ps_procstat_exiting_alone(const struct ps_procstat *st, int exit_code);
 /* Dying of a signal (a fatal one was taken: its do_exit follows). */
 bool ps_procstat_signaled(const struct ps_procstat *st);
 /* Dead or stopped (SIGSTOP, ptrace): no use for a run. */

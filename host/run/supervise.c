@@ -212,7 +212,11 @@ static int exit_confirmed(struct sv *s)
 		return 0;	/* reaped already: the pidfd says so next */
 	if (ret < 0 || ps_procstat_signaled(&st))
 		return -1;
-	return ps_procstat_exiting_by_itself(&st) ? 1 : 0;
+	if (!ps_procstat_exiting_by_itself(&st))
+		return 0;
+	if (s->f->threads && !ps_procstat_exiting_alone(&st, (s->exit_rec.err & 0xff) << 8))
+		return -1;	/* a zombie leader, or another status: wait4's word */
+	return 1;
 }
 
 static bool write_stdin(struct sv *s, int fd)

@@ -170,12 +170,15 @@ struct ps_supervise_fds {
 	int life;
 	const char *feed;			/* written to in, then in is closed */
 	size_t feed_len;
-	/* A zygote's worker without a per-run cgroup, which cannot have a second thread: its
-	 * PS_REC_EXIT (behind the token) ends the run once its channels are closed and
-	 * /proc/PID/stat (procstat, opened while it was alive) shows it in its own exit, not a
-	 * signal's: nothing of it can run again, so no kernel death can follow the record. The
-	 * answer need not wait for the exit to complete. */
+	/* A zygote's worker without a per-run cgroup: its PS_REC_EXIT (behind the token) ends
+	 * the run once its channels are closed and /proc/PID/stat (procstat, opened while it was
+	 * alive) shows it in its own exit, not a signal's: nothing of it can run again, so no
+	 * kernel death can follow the record. The answer need not wait for the exit to complete.
+	 * threads: the policy lets it have other threads, so the exit must also be the last
+	 * thread's, still in do_exit, with the record's status (ps_procstat_exiting_alone; the
+	 * front sets early_exit only where the kernel shows it that status). */
 	bool early_exit;
+	bool threads;
 	int procstat;				/* -1: none, the record is never enough */
 };
 

@@ -476,18 +476,21 @@ static void renice(const struct ps_zidle *e, int nice)
  * it is known alive, is kept for the run (supervise.c: the exit record's check). The fd, or
  * -1 with *ok false: the worker is no use; it is killed (the zygote reaps it and forks a
  * replacement). */
-static int usable(const struct ps_zidle *e, bool *ok)
+static int usable(const struct ps_zidle *e, bool *ok, bool *details)
 {
 	struct ps_procstat st;
 	int fd = e->w.pid > 0 ? ps_procstat_open(e->w.pid, e->fd[5]) : -ESRCH;
 
 	*ok = true;
+	*details = false;
 	/* Out of descriptors is the front's state, not the worker's: it is handed out without
 	 * the check's descriptor (so without the early answer: the run ends by the reaping). */
 	if (fd == -EMFILE || fd == -ENFILE)
 		return -1;
-	if (fd >= 0 && ps_procstat_read(fd, &st) == 0 && !ps_procstat_unusable(&st))
+	if (fd >= 0 && ps_procstat_read(fd, &st) == 0 && !ps_procstat_unusable(&st)) {
+		*details = st.details;
 		return fd;
+	}
 	*ok = false;
 	if (fd >= 0)
 		close(fd);
@@ -496,17 +499,18 @@ static int usable(const struct ps_zidle *e, bool *ok)
 }
 
 /* Supervise the run on a worker from the pool, here in the request's thread. */
-static void run_on(struct ps_zygote *z, struct ps_zidle *e, int procstat, const struct ps_policy *p,
-		   const struct ps_run *r, struct ps_outcome *o)
+static void run_on(struct ps_zygote *z, struct ps_zidle *e, int procstat, bool details,
+		   const struct ps_policy *p, const struct ps_run *r, struct ps_outcome *o)
 {
 	struct ps_wreq q = { .magic = PS_WREQ_MAGIC, .n_inputs = (uint32_t)r->n_inputs,
 			     .code_len = r->code_len, .limits = r->limits };
 	struct ps_supervise_fds f = { .in = e->fd[0], .out = e->fd[1], .err = e->fd[2],
 				      .status = e->fd[3], .report = e->fd[4], .pidfd = e->fd[5],
 				      .life = e->fd[6], .procstat = procstat,
-				      /* a cgroup's figures come only with the reaping; a second
-				       * thread could die of a signal after the first exits */
-				      .early_exit = !p->cgroup_parent && !p->threads };
+				      /* a cgroup's figures come only with the reaping; with
+				       * threads, the exit's status must be in view */
+				      .early_exit = !p->cgroup_parent && (!p->threads || details),
+				      .threads = p->threads };
 	size_t len = sizeof(q) + r->code_len + r->stdin_len, at;
 	char *feed;
 
@@ -565,6 +569,7 @@ int ps_zygote_call(struct ps_zygote *z, const struct ps_policy *p, const struct 
 	struct ps_zidle e;
 	bool own = needs_own_worker(p, r);
 	int procstat;
+	bool details;
 
 	memset(a, 0, sizeof(*a));
 	a->status = -1;
@@ -581,7 +586,7 @@ int ps_zygote_call(struct ps_zygote *z, const struct ps_policy *p, const struct 
 		}
 		bool ok;
 
-		if ((procstat = usable(&e, &ok)) >= 0 || ok)
+		if ((procstat = usable(&e, &ok, &details)) >= 0 || ok)
 			break;
 		/* never claimed: the zygote counts it as a spare lost, and replaces it */
 		close_idle(&e);
@@ -593,7 +598,7 @@ int ps_zygote_call(struct ps_zygote *z, const struct ps_policy *p, const struct 
 		c.serial = e.w.serial;
 		send_cmd(z, &c);
 	}
-	run_on(z, &e, procstat, p, r, &o);
+	run_on(z, &e, procstat, details, p, r, &o);
 	a->json = ps_verdict_render(p, r, &o, false);
 	ps_outcome_free(&o);
 	if (!a->json) {

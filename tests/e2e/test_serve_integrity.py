@@ -246,6 +246,57 @@ def test_forged_early_exit_positive_control(nopy):
     assert v["exit_code"] in (0, 3), v
 
 
+# A policy with threads (notebook) is answered early too, which a second thread could exploit:
+# the main thread forges the record and leaves by exit() (SYS_exit: that thread only), while
+# a thread it started lives on and dies a death only the kernel decides. The record must not
+# be taken then: the leader is a zombie the moment the other thread is gone, and a group exit
+# a signal began first gives its number to every later exit (ps_procstat_exiting_alone).
+FORGE_EXIT_THREADED = REC + """
+libc = ctypes.CDLL(None, use_errno=True)
+token = ctypes.string_at(%d, 32)
+assert len(token) == 32 and all(c in b"0123456789abcdef" for c in token), token
+CB = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+def ending(arg):
+    libc.usleep(20000)   # the main thread has left by then
+%s
+    return None
+cb = CB(ending)
+t = ctypes.c_ulong()
+assert libc.pthread_create(ctypes.byref(t), None, cb, None) == 0
+posix.write(3, bytes(Rec(kind=4, err=0, utime=1, stime=1, rss=1, msg=token)))
+posix.closerange(0, 4096)
+libc.syscall(60, 0)      # SYS_exit: this thread only
+"""
+
+THREADED_ENDINGS = {
+    "seccomp": ("    libc.socket(2, 1, 0)\n", {}, "denied"),
+    "cpu": ("    while True:\n        pass\n", {"cpu": "1s"}, "cpu_limit"),
+    "timeout": ("    libc.sleep(30)\n", {"wall": "700ms"}, "timeout"),
+}
+
+
+@pytest.mark.parametrize("ending,rounds", [("seccomp", 12), ("cpu", 3), ("timeout", 3)])
+def test_forged_early_exit_from_a_thread_cannot_hide_a_kernel_death(nopy, ending, rounds):
+    addr = report_token_address()
+    tail, limits, want = THREADED_ENDINGS[ending]
+    seen = []
+    for _ in range(rounds):
+        st, _, v = nopy.exec(FORGE_EXIT_THREADED % (addr, tail), limits=limits,
+                             policy="notebook")
+        assert st == 200, v
+        seen.append(v["status"])
+    assert seen == [want] * rounds, seen
+
+
+def test_threaded_policy_early_exit_positive_control(nopy):
+    """The threaded forgery runs as written (its thread started; an honest end after it
+    gives the thread's exit status, not a kernel death), and an honest run of a threads
+    policy is answered before its teardown: the front's figure for the run is the record's."""
+    addr = report_token_address()
+    st, _, v = nopy.exec(FORGE_EXIT_THREADED % (addr, "    libc.syscall(231, 5)\n"),
+                         policy="notebook")
+    assert st == 200 and v["status"] == "ok" and v["exit_code"] in (0, 5), v
+
 # ---- the host's environment (finding 8) ----
 
 def test_host_environment_not_in_served_worker_memory():
