@@ -8,6 +8,7 @@
 #include <Python.h>
 #include <marshal.h>
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -553,24 +554,89 @@ static void restore_for_report(void)
 	Py_SetRecursionLimit(st.recursion_limit > 0 ? st.recursion_limit : 1000);
 }
 
-/* The common end: nothing for finish() to describe, and no thread to wait for (threading was
- * never imported). */
+/* How many items module.attr holds (a dict or a list: their own count, no __len__ is
+ * called), or -1 when it is not there or is something else. */
+static Py_ssize_t attr_len(PyObject *mods, const char *module, const char *attr)
+{
+	PyObject *m = PyDict_GetItemString(mods, module);	/* borrowed */
+	PyObject *v = m ? PyObject_GetAttrString(m, attr) : NULL;
+	Py_ssize_t n = !v ? -1 : PyDict_Check(v) ? PyDict_GET_SIZE(v) :
+		       PyList_Check(v) ? PyList_GET_SIZE(v) : -1;
+
+	Py_XDECREF(v);
+	PyErr_Clear();
+	return n;
+}
+
+/* No thread for finish() to wait for: threading never imported, or only the main thread
+ * known to it and no exit hook registered with it (what its _shutdown() would attend to). */
+static bool no_threads(PyObject *mods)
+{
+	if (!PyDict_GetItemString(mods, "threading"))
+		return true;
+	return attr_len(mods, "threading", "_active") == 1 &&
+	       attr_len(mods, "threading", "_limbo") == 0 &&
+	       attr_len(mods, "threading", "_threading_atexits") == 0;
+}
+
+/* No matplotlib figure open (display.py's flush() draws those): pyplot's figure manager,
+ * Gcf.figs, empty or pyplot never imported. */
+static bool no_figures(PyObject *mods)
+{
+	PyObject *helpers, *gcf;
+	Py_ssize_t n;
+
+	if (!PyDict_GetItemString(mods, "matplotlib.pyplot"))
+		return true;
+	helpers = PyDict_GetItemString(mods, "matplotlib._pylab_helpers");	/* borrowed */
+	gcf = helpers ? PyObject_GetAttrString(helpers, "Gcf") : NULL;
+	n = -1;
+	if (gcf) {
+		PyObject *figs = PyObject_GetAttrString(gcf, "figs");
+
+		n = figs && PyDict_Check(figs) ? PyDict_GET_SIZE(figs) : -1;
+		Py_XDECREF(figs);
+		Py_DECREF(gcf);
+	}
+	PyErr_Clear();
+	return n == 0;
+}
+
+/* No file in output/ for files.py to collect: no scratch, no output/, or an empty one. */
+static bool no_outputs(void)
+{
+	char out[PATH_MAX + 8];
+	struct dirent *d;
+	DIR *dir;
+	bool empty = true;
+
+	if (!st.scratch[0])
+		return true;
+	snprintf(out, sizeof(out), "%s/output", st.scratch);
+	dir = opendir(out);
+	if (!dir)
+		return errno == ENOENT;
+	while (empty && (d = readdir(dir)))
+		empty = !strcmp(d->d_name, ".") || !strcmp(d->d_name, "..");
+	closedir(dir);
+	return empty;
+}
+
+/* The common end: nothing for finish() to describe, no thread to wait for, nothing shown,
+ * no figure open, no output file. */
 static bool finished_plainly(PyObject *exc)
 {
 	PyObject *mods = PySys_GetObject("modules");	/* borrowed */
-	char out[PATH_MAX + 8];
 
-	if (!(!exc && ps_audit_denial_count() == 0 && mods && PyDict_Check(mods) &&
-	      !PyDict_GetItemString(mods, "threading")))
+	if (exc || ps_audit_denial_count() != 0 || !mods || !PyDict_Check(mods) ||
+	    !no_threads(mods))
 		return false;
 	/* displayed bundles and open figures are part of the report (pyshim/display.py) */
 	PyObject *shown = st.display ? PyDict_GetItemString(st.display, "_outputs") : NULL;
-	if (!shown || !PyList_Check(shown) || PyList_GET_SIZE(shown) ||
-	    PyDict_GetItemString(mods, "matplotlib.pyplot"))
+	if (!shown || !PyList_Check(shown) || PyList_GET_SIZE(shown) || !no_figures(mods))
 		return false;
 	/* files left in output/ are part of the report (pyshim/files.py) */
-	snprintf(out, sizeof(out), "%s/output", st.scratch);
-	return !st.scratch[0] || access(out, F_OK) != 0;
+	return no_outputs();
 }
 
 /* finish()'s answer for that end without its Python (~0.2 ms of a served run, mostly first

@@ -202,3 +202,42 @@ def test_served_display():
         assert v["stdout"] == "[]\n" and v["display"] == []
     finally:
         s.stop()
+
+
+# A run that ends with nothing to describe is reported from C without pyshim's finish()
+# (host/python/interp.c, finished_plainly): under the scientific policy threading and pyplot
+# are always imported, so "nothing" is decided on their state. Each case here is one that
+# must still go through finish(), next to its plain twin.
+PLAIN_CASES = {
+    # a non-daemon thread still running at the end is waited for, as at interpreter exit
+    "thread": ("import threading, time\n"
+               "threading.Thread(target=lambda: (time.sleep(0.05), print('late'))).start()",
+               lambda v: v["stdout"] == "late\n"),
+    "thread_joined": ("import threading\nt = threading.Thread(target=print, args=('in',))\n"
+                      "t.start(); t.join()", lambda v: v["stdout"] == "in\n"),
+    # a figure open at the end becomes a PNG; one closed by the snippet does not
+    "figure": ("import matplotlib.pyplot as plt\nplt.plot([1, 2])",
+               lambda v: [sorted(b["data"]) for b in v["display"]] == [["image/png",
+                                                                       "text/plain"]]),
+    "figure_closed": ("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.close('all')",
+                      lambda v: v["display"] == []),
+    # a file left in output/ is collected
+    "output": ("open('output/r.txt', 'w').write('r')",
+               lambda v: [f["path"] for f in v["files"]] == ["r.txt"]),
+    "output_empty": ("import os\nopen('output/r.txt', 'w').write('r')\nos.remove('output/r.txt')",
+                     lambda v: v["files"] == [] and v["files_refused"] == []),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLAIN_CASES))
+def test_served_plain_ending_still_reports_threads_figures_and_files(case):
+    import servekit
+    code, check = PLAIN_CASES[case]
+    s = servekit.Server("--policy", "scientific")
+    try:
+        for _ in range(2):      # a spare forked after the first run too
+            st, _, v = s.exec(code)
+            assert st == 200 and v["status"] == "ok", v
+            assert check(v), v
+    finally:
+        s.stop()
