@@ -90,11 +90,24 @@ void ps_base64_encode(const void *data, size_t len, char *out)
 	out[o] = '\0';
 }
 
+/* Each byte's value in the alphabet above, -1 for none (a strchr per character cost the
+ * front ~1.5 ms on a 90 KB file in a request). */
+#define B64_RUN(c0, v0, n) B64_##n(c0, v0)
+#define B64_1(c, v) [(c)] = (v) + 1
+#define B64_2(c, v) B64_1(c, v), B64_1((c) + 1, (v) + 1)
+#define B64_4(c, v) B64_2(c, v), B64_2((c) + 2, (v) + 2)
+#define B64_8(c, v) B64_4(c, v), B64_4((c) + 4, (v) + 4)
+#define B64_10(c, v) B64_8(c, v), B64_2((c) + 8, (v) + 8)
+#define B64_16(c, v) B64_8(c, v), B64_8((c) + 8, (v) + 8)
+#define B64_26(c, v) B64_16(c, v), B64_10((c) + 16, (v) + 16)
+static const signed char b64_plus1[256] = {	/* value + 1, so that 0 (unlisted) means none */
+	B64_RUN('A', 0, 26), B64_RUN('a', 26, 26), B64_RUN('0', 52, 10),
+	['+'] = 63, ['/'] = 64,
+};
+
 static int b64_value(unsigned char c)
 {
-	const char *q = c ? strchr(b64, c) : NULL;
-
-	return q ? (int)(q - b64) : -1;
+	return b64_plus1[c] - 1;
 }
 
 /* Strict: no whitespace, padding only at the end, length a multiple of 4. */

@@ -64,6 +64,23 @@ static void test_codecs(void)
 	CHECK(ps_base64_decode("a=Gk", 4, d) == -1);	/* padding inside */
 	CHECK(ps_base64_decode("aG k", 4, d) == -1);	/* whitespace */
 	CHECK(ps_base64_decode("aGk=aGk=", 8, d) == -1);	/* padding before the end */
+	/* the decoder's table: every byte value through a round trip, every alphabet letter */
+	unsigned char all[256], back[256];
+	char enc[400];
+	for (int i = 0; i < 256; i++)
+		all[i] = (unsigned char)i;
+	ps_base64_encode(all, sizeof(all), enc);
+	CHECK(ps_base64_decode(enc, strlen(enc), back) == 256 && !memcmp(all, back, 256));
+	const char *abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	CHECK(ps_base64_decode(abc, 64, back) == 48);
+	ps_base64_encode(back, 48, enc);
+	CHECK_STR(enc, abc);
+	/* and no byte outside it: NUL, '-', '_', '.', a high byte, each in a valid quartet */
+	static const char bad[] = { '\0', '-', '_', '.', ' ', '\n', (char)0x80, (char)0xff };
+	for (size_t i = 0; i < sizeof(bad); i++) {
+		char q[4] = { 'Q', 'U', bad[i], 'E' };
+		CHECK(ps_base64_decode(q, 4, back) == -1);
+	}
 }
 
 static cJSON *file(const char *path, const char *data)
