@@ -346,6 +346,15 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0) {
+			/* EINVAL (more descriptors than RLIMIT_NOFILE allows us), ENOMEM: the revents
+			 * would be stale and the loop would spin; end the run, the kernel's word on
+			 * the worker still decides below */
+			snprintf(o->host_error, sizeof(o->host_error),
+				 "poll() on the worker's channels: %s", strerror(errno));
+			kill_all(&s);
+			break;
+		}
 		if (n == 0) {
 			if (exited) {
 				/* Worker gone, channels still held open by a survivor: drop them. */

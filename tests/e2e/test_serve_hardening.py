@@ -698,3 +698,35 @@ def test_output_cap_kills_the_worker_at_once(srv_default, code):
     assert len(v["stdout"]) + len(v["stderr"]) == 65536
     assert v["usage"]["wall_ms"] < 1000, v["usage"]      # the wall limit is 5 s, the sleep 4
     assert srv_default.strays() == []
+
+
+def test_poll_refused_by_the_kernel_ends_the_run_instead_of_spinning():
+    """The front's descriptor limit lowered under it (prlimit) below the six channels it
+    polls for a run: ppoll() fails with EINVAL. Before, the loop went on with stale results
+    and spun a core until the wall clock (no answer within 10 s, ~10 s of CPU); now the run
+    ends at once with an internal_error naming the poll, and the worker is killed."""
+    import subprocess
+    import threading
+    s = Server("--policy", "default", "--workers", "1")
+    try:
+        conn = s.conn()
+        st, _, v = s.request("POST", "/v1/exec", {"code": "print(1)"}, conn=conn)
+        assert st == 200 and v["stdout"] == "1\n", v       # positive control
+        time.sleep(0.3)                                    # its spare is forked
+        subprocess.run(["prlimit", "--pid", str(s.proc.pid), "--nofile=5:5"], check=True)
+        got = {}
+        t = threading.Thread(target=lambda: got.update(r=s.request(
+            "POST", "/v1/exec", {"code": "print(2)"}, conn=conn)), daemon=True)
+        t0 = time.monotonic()
+        t.start()
+        t.join(10)
+        assert "r" in got, "no answer in 10 s"
+        st, _, v = got["r"]
+        assert st == 500 and v["status"] == "internal_error", v
+        assert "poll()" in json.dumps(v), v
+        assert time.monotonic() - t0 < 5
+        with open("/proc/%d/stat" % s.proc.pid) as f:
+            ticks = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13])
+        assert ticks < 300, "the front spun: %d ticks of CPU" % ticks
+    finally:
+        s.stop()
