@@ -26,8 +26,10 @@ struct opt {
 #define LEARN (1u << PS_CMD_LEARN)
 
 static const struct opt opts[] = {
-	{ "--policy", OPT_STRING, EXEC | SERVE | LEARN, F(policy), 0, "NAME|PATH",
+	{ "--policy", OPT_STRING, EXEC | LEARN, F(policy), 0, "NAME|PATH",
 	  "policy by name (policies/NAME.json) or path; default: default" },
+	{ "--policy", OPT_STRING, SERVE, F(policy), 0, "NAME|PATH[,...]",
+	  "the policies served, by name or path, comma-separated; default: default,strict,notebook" },
 	{ "--stdin", OPT_STRING, EXEC | LEARN, F(stdin_file), 0, "FILE", "data for the snippet's sys.stdin" },
 	{ "--input", OPT_INPUT, EXEC, 0, 0, "[NAME=]PATH",
 	  "a file the run reads at input/NAME (read-only); repeatable" },
@@ -54,8 +56,9 @@ static const struct opt opts[] = {
 	  "a Docker/OCI seccomp profile in place of the policy's syscall groups" },
 	{ "--strict", OPT_FLAG, CHECK, F(strict), 0, NULL,
 	  "a profile's unknown syscall names are an error, not a warning" },
-	{ "--audit-log", OPT_STRING, EXEC | SERVE, F(audit_log), 0, "FILE",
-	  "append one JSON line per run (serve: and per refused request; - for stdout)" },
+	{ "--audit-log", OPT_STRING, EXEC, F(audit_log), 0, "FILE", "append one JSON line per run" },
+	{ "--audit-log", OPT_STRING, SERVE, F(audit_log), 0, "FILE",
+	  "append one JSON line per run and per refused request (- for stdout)" },
 	{ "--max-sessions", OPT_LONG, SERVE, F(max_sessions), 0, "N",
 	  "live sessions (/v1/sessions) before 429 (default 64)" },
 	{ "--via", OPT_STRING, LEARN, F(learn_via), 0, "notify|log",
@@ -95,12 +98,19 @@ void ps_cli_usage(enum ps_cmd_kind cmd, FILE *f)
 	}
 }
 
-static const struct opt *find_opt(const char *name, size_t len)
+/* The command's row for an option (a name may have a row per command, with its own help);
+ * else any row of that name, which the caller refuses for this command. */
+static const struct opt *find_opt(enum ps_cmd_kind cmd, const char *name, size_t len)
 {
+	const struct opt *any = NULL;
+
 	for (size_t i = 0; i < PS_ARRAY_LEN(opts); i++)
-		if (strlen(opts[i].name) == len && !strncmp(opts[i].name, name, len))
-			return &opts[i];
-	return NULL;
+		if (strlen(opts[i].name) == len && !strncmp(opts[i].name, name, len)) {
+			if (opts[i].cmds & (1u << cmd))
+				return &opts[i];
+			any = any ? any : &opts[i];
+		}
+	return any;
 }
 
 static int apply_opt(const struct opt *op, const char *val, struct ps_opts *o)
@@ -170,7 +180,7 @@ int ps_cli_parse(enum ps_cmd_kind cmd, int argc, char **argv, struct ps_opts *o)
 			continue;
 		}
 		eq = strchr(a, '=');
-		op = find_opt(a, eq ? (size_t)(eq - a) : strlen(a));
+		op = find_opt(cmd, a, eq ? (size_t)(eq - a) : strlen(a));
 		if (!op || !(op->cmds & (1u << cmd))) {
 			ps_err("unknown option '%s' (see --help)", a);
 			return -1;

@@ -199,6 +199,8 @@ static int make_token(char *out, size_t len)
 		return n < 0 ? -errno : -EIO;
 	for (size_t i = 0; i < sizeof(raw) && 2 * i + 2 < len; i++)
 		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+	/* a worker forked later from this process gets a copy of its stack */
+	explicit_bzero(raw, sizeof(raw));
 	return 0;
 }
 

@@ -299,6 +299,27 @@ def test_help_and_version():
     assert p.returncode == 0 and p.stdout.startswith(b"pysnip ")
 
 
+def test_help_says_each_commands_own_defaults():
+    """An option two commands share has each one's help: serve's --policy defaults to the
+    three standard policies (a comma list), exec's to default; exec's --audit-log refuses
+    "-" (stdout is the verdict's), so only serve's help offers it. Each help's option is
+    also the one its command parses."""
+    serve = run_pysnip(["serve", "--help"]).stdout.decode()
+    exe = run_pysnip(["exec", "--help"]).stdout.decode()
+    pol = [l for l in serve.splitlines() if l.strip().startswith("--policy")]
+    assert len(pol) == 1 and "default,strict,notebook" in pol[0], serve
+    pol = [l for l in exe.splitlines() if l.strip().startswith("--policy")]
+    assert len(pol) == 1 and pol[0].endswith("default: default"), exe
+    aud = [l for l in exe.splitlines() if l.strip().startswith("--audit-log")]
+    assert len(aud) == 1 and "- for" not in aud[0], exe
+    aud = [l for l in serve.splitlines() if l.strip().startswith("--audit-log")]
+    assert len(aud) == 1 and "- for stdout" in aud[0], serve
+    p = run_pysnip(["exec", "--audit-log", "-", "-"], input_bytes=b"print(1)")
+    assert p.returncode == 1 and b"--audit-log" in p.stderr
+    p = run_pysnip(["check-policy", "--policy", "strict"])
+    assert p.returncode == 1 and b"unknown option '--policy'" in p.stderr
+
+
 def test_check_policy_prints_resolved():
     p = run_pysnip(["check-policy", "strict"])
     assert p.returncode == 0, p.stderr
