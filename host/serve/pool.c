@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "accept.h"
-#include "python/interp.h"
 #include "run/procstat.h"
 #include "run/result.h"
 #include "util/util.h"
