@@ -219,9 +219,13 @@ static void decide(struct cell *c, const struct ps_status_rec *rec)
 		/* the old holder is blocked in wait4 and never runs again once the signal is
 		 * sent: the cell is the holder from here on, without waiting for the teardown
 		 * of the old one's address space */
+		struct ps_scmd spare = { .magic = PS_SCMD_MAGIC, .kind = PS_SCMD_SPARE };
+
 		if (!c->holder_dead)
 			pidfd_signal(c->h->holder_pidfd, SIGKILL);
 		c->holder_dead = true;
+		/* and it forks the next cell now, while the verdict goes out */
+		(void)ps_write_all(c->h->hp.f.in, &spare, sizeof(spare));
 	} else {
 		kill_cell(c);
 	}
@@ -242,6 +246,12 @@ static void take_record(struct cell *c, const struct ps_status_rec *rec)
 		return;
 	switch (rec->kind) {
 	case PS_REC_CELL_FORKED:
+		if (c->pid || c->done || c->reaped) {
+			/* the next cell, forked ahead: by this cell once kept, or by the holder
+			 * that reaped it */
+			ps_host_note_spare(h, rec->phase, c->keep ? c->pid_proc : h->holder_proc);
+			break;
+		}
 		c->o.setup_us = ps_now_us() - c->start_us;
 		if (ps_host_find_child(h->holder_proc, rec->phase, &hp) == 0) {
 			c->pid = hp.ours;
@@ -430,6 +440,14 @@ static void supervise(struct cell *c)
 		c->o.run_us = c->o.wall_us - c->o.setup_us;
 }
 
+/* Orphans of the session are ours to reap only without a PID namespace (its init reaps
+ * them otherwise): then /proc says which of our children have ended. */
+static void reap_orphans(struct host *h)
+{
+	if (!(h->w.ns_static & CLONE_NEWPID))
+		ps_host_reap_others(h->hp.pid);
+}
+
 /* The holder a kept cell replaced was killed without waiting for its teardown, and the next
  * cell does not wait for it either (it would be most of a cell's latency): RLIMIT_NPROC has
  * room for it (holder_limits), and the holder retries a fork refused meanwhile. */
@@ -439,7 +457,7 @@ static void forget_dying(struct host *h)
 		return;
 	close(h->dying_pidfd);
 	h->dying_pidfd = -1;
-	ps_host_reap_others(h->hp.pid);	/* an orphan of ours without a PID namespace */
+	reap_orphans(h);
 }
 
 static int send_command(struct cell *c)
@@ -481,7 +499,7 @@ static void settle(struct cell *c)
 	}
 	if (c->pidfd >= 0)
 		close(c->pidfd);
-	ps_host_reap_others(h->hp.pid);
+	reap_orphans(h);
 }
 
 int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
@@ -506,6 +524,14 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 	c.start_us = ps_now_us();
 	c.deadline_us = c.start_us + c.r.limits.wall_ms * 1000;
 	c.cpu_check_us = c.start_us + CPU_POLL_MS * 1000;
+	/* the cell is the spare the holder forked ahead, when it said so already */
+	ps_host_read_idle_records(h);
+	struct ps_host_pid sp;
+
+	if (ps_host_take_spare(h, &sp, &c.pidfd) == 0) {
+		c.pid = sp.ours;
+		c.pid_proc = sp.proc;
+	}
 	if (send_command(&c) == 0)
 		supervise(&c);
 	if (c.front_gone) {
