@@ -139,6 +139,16 @@ def cell_compile(src):
     return body, expr
 
 
+def cell_rehearse():
+    """A spare's warm-up before its command (host/session/holder.c): a cell's compile (both
+    halves) and report, thrown away, so that the pages they write are copied from the holder
+    now rather than on the cell's path. Nothing is run, shown, flushed or kept."""
+    cell_compile(memoryview(b"pass\n0\n"))
+    _report(None, None, "ok", None, False)
+    _json({"result": None, "display": [], "execution_count": 0})
+    _cell["outputs"] = []
+
+
 def _open_figures():
     """matplotlib figures still open at the cell's end, as image/png bundles (then closed)."""
     plt = sys.modules.get("matplotlib.pyplot")

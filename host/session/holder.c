@@ -185,8 +185,11 @@ __attribute__((noreturn)) static void holder_loop(void)
 		if (pid == 0) {
 			/* first, so that the host knows the cell before anything else it says */
 			send_rec(PS_REC_CELL_FORKED, (int32_t)getpid(), 0, NULL, NULL);
-			if (ahead && next_command(&q, &code) < 0)
-				_exit(0);
+			if (ahead) {
+				ps_interp_cell_rehearse();
+				if (next_command(&q, &code) < 0)
+					_exit(0);
+			}
 			getrusage(RUSAGE_SELF, &ru);
 			cell_child(&q, code, &ru);
 			free(code);

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,9 +38,7 @@ enum { LINE_MAX_BYTES = 300 << 20, READY_WAIT_MS = 30000, DEFAULT_GRACE_MS = 200
 int ps_host_send(struct host *h, const char *line)
 {
 	(void)h;
-	if (ps_write_all(FRONT_FD, line, strlen(line)) < 0 || ps_write_all(FRONT_FD, "\n", 1) < 0)
-		return -1;
-	return 0;
+	return ps_write_line(FRONT_FD, line, strlen(line)) < 0 ? -1 : 0;
 }
 
 static int send_error(struct host *h, const char *field, const char *msg)
@@ -103,6 +102,27 @@ char *ps_host_next_line(struct host *h, bool *eof)
 }
 
 /* --- the holder --- */
+
+void ps_host_renice(struct host *h, int pidfd, pid_t pid, int nice)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	if (h->renice && pid > 0 && pidfd >= 0 && poll(&p, 1, 0) == 0)
+		(void)setpriority(PRIO_PROCESS, (id_t)pid, nice);
+}
+
+/* Background work at nice 19 (the holder forking and warming the next cell, an old holder's
+ * teardown) and each cell at 0, so that the work between cells does not slow a verdict on
+ * its way out: only where the host can put a process back to 0 (root, as the zygote's
+ * spares), which is tried on the first holder. */
+static void probe_renice(struct host *h)
+{
+	h->renice = geteuid() == 0 &&
+		    setpriority(PRIO_PROCESS, (id_t)h->holder, 19) == 0 &&
+		    setpriority(PRIO_PROCESS, (id_t)h->holder, 0) == 0;
+	if (!h->renice)
+		(void)setpriority(PRIO_PROCESS, (id_t)h->holder, 0);
+}
 
 void ps_host_drop_spare(struct host *h)
 {
@@ -270,6 +290,7 @@ int ps_host_spawn_holder(struct host *h, char *err, size_t errlen)
 	}
 	h->holder_proc = hp.proc;
 	h->count = 0;
+	probe_renice(h);
 	return 0;
 }
 

@@ -221,9 +221,13 @@ static void decide(struct cell *c, const struct ps_status_rec *rec)
 		 * of the old one's address space */
 		struct ps_scmd spare = { .magic = PS_SCMD_MAGIC, .kind = PS_SCMD_SPARE };
 
-		if (!c->holder_dead)
+		/* its teardown, and the new holder's fork of the next cell, are background */
+		if (!c->holder_dead) {
+			ps_host_renice(c->h, c->h->holder_pidfd, c->h->holder, 19);
 			pidfd_signal(c->h->holder_pidfd, SIGKILL);
+		}
 		c->holder_dead = true;
+		ps_host_renice(c->h, c->pidfd, c->pid, 19);
 		/* and it forks the next cell now, while the verdict goes out */
 		(void)ps_write_all(c->h->hp.f.in, &spare, sizeof(spare));
 	} else {
@@ -257,6 +261,7 @@ static void take_record(struct cell *c, const struct ps_status_rec *rec)
 			c->pid = hp.ours;
 			c->pid_proc = hp.proc;
 			c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+			ps_host_renice(h, c->pidfd, c->pid, 0);
 		}
 		if (c->killed && c->pidfd >= 0)
 			pidfd_signal(c->pidfd, SIGKILL);
@@ -531,6 +536,9 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 	if (ps_host_take_spare(h, &sp, &c.pidfd) == 0) {
 		c.pid = sp.ours;
 		c.pid_proc = sp.proc;
+		ps_host_renice(h, c.pidfd, c.pid, 0);	/* the cell is foreground work */
+	} else {	/* the holder has yet to fork it: at full speed */
+		ps_host_renice(h, h->holder_pidfd, h->holder, 0);
 	}
 	if (send_command(&c) == 0)
 		supervise(&c);

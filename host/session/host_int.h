@@ -48,6 +48,7 @@ struct host {
 	int spare_pidfd;
 	struct ps_held held;
 	char token[40];
+	bool renice;			/* the session's background work may run at nice 19 */
 
 	uint64_t count;			/* execution_count of the last cell */
 	uint64_t cells, cpu_us, start_us, idle_since_us;
@@ -74,6 +75,9 @@ int ps_host_reap_others(pid_t keep);
 void ps_host_note_spare(struct host *h, pid_t inner, pid_t parent_proc);
 int ps_host_take_spare(struct host *h, struct ps_host_pid *out, int *pidfd);
 void ps_host_drop_spare(struct host *h);
+/* A process of the session at this nice value, if h->renice and its pidfd says it is alive
+ * (so that pid is still its). */
+void ps_host_renice(struct host *h, int pidfd, pid_t pid, int nice);
 /* Records the holder wrote between cells (a spare's FORKED): read without blocking. */
 void ps_host_read_idle_records(struct host *h);
 int ps_host_send(struct host *h, const char *line);	/* one JSON line to the front */
