@@ -148,6 +148,34 @@ static int write_answer(PyObject *r, int report_fd)
 	return rc;
 }
 
+int ps_interp_cell_threads(void)
+{
+	PyThreadState *me = PyThreadState_Get();
+	int n = 0;
+
+	for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t;
+	     t = PyThreadState_Next(t))
+		n += t != me;
+	return n;
+}
+
+/* The cell's non-daemon threads joined (as at interpreter exit): an exception there (an
+ * interrupt while joining) is the cell's when it has none of its own. */
+static PyObject *join_threads(PyObject *exc)
+{
+	PyObject *r = ps_interp_shim_call("cell_join_threads", PyTuple_New(0));
+
+	if (r) {
+		Py_DECREF(r);
+		return exc;
+	}
+	if (exc) {
+		PyErr_Clear();
+		return exc;
+	}
+	return ps_interp_fetch_exception();
+}
+
 int ps_interp_cell_run(const char *code, size_t len, unsigned long count, int report_fd)
 {
 	PyObject *globals = ps_interp_globals();
@@ -173,17 +201,17 @@ int ps_interp_cell_run(const char *code, size_t len, unsigned long count, int re
 		}
 		Py_XDECREF(b);
 	}
-	exc = ps_interp_fetch_exception();
+	exc = join_threads(ps_interp_fetch_exception());
 	ps_interp_restore_for_report();
 	/* A cell out of memory is rolled back (session/host.c): its state may go now, so that
 	 * the report can be built. */
 	if (exc && PyErr_GivenExceptionMatches(exc, PyExc_MemoryError))
 		PyDict_Clear(globals);
 	r = ps_interp_shim_call("cell_finish",
-				Py_BuildValue("(OOOOOk)", exc ? exc : Py_None, src ? src : Py_None,
+				Py_BuildValue("(OOOOOki)", exc ? exc : Py_None, src ? src : Py_None,
 					      ps_audit_raised_by_hook(exc) ? Py_True : Py_False,
 					      value ? value : Py_None, has_value ? Py_True : Py_False,
-					      count));
+					      count, ps_interp_cell_threads()));
 	Py_XDECREF(exc);
 	Py_XDECREF(value);
 	Py_XDECREF(parts);

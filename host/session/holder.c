@@ -142,13 +142,29 @@ static int next_command(struct ps_scmd *q, char **code)
 		if (q->magic != PS_SCMD_MAGIC)
 			_exit(126);
 		*code = NULL;
-		if (q->kind == PS_SCMD_SPARE)
+		if (q->kind == PS_SCMD_SPARE || q->kind == PS_SCMD_SHED)
 			return 0;
 		*code = read_body(q->len);
 		if (q->kind != PS_SCMD_INPUT && *code)
 			return 0;
 		free(*code);
 	}
+}
+
+/* A kept cell with threads still running: this process goes on as a fork of itself (only
+ * the calling thread is copied; Python's after-fork marks the others gone), and the threaded
+ * one sleeps until the host, which learns the copy from its FORKED record (err 1), kills it.
+ * A fork refused: this process stays the holder, threads and all (the record says so). */
+static void shed_threads(void)
+{
+	pid_t pid;
+
+	for (int i = 0; (pid = ps_interp_fork()) < 0 && errno == EAGAIN && i < 200; i++)
+		usleep(1000);
+	if (pid > 0)
+		for (;;)
+			sleep(3600);
+	send_rec(PS_REC_CELL_FORKED, (int32_t)getpid(), pid == 0 ? 1 : 2, NULL, NULL);
 }
 
 /* The host closed its end of fd 0: the session is over. */
@@ -177,6 +193,10 @@ __attribute__((noreturn)) static void holder_loop(void)
 
 		if (!ahead && next_command(&q, &code) < 0)
 			_exit(0);	/* the host is gone */
+		if (!ahead && q.kind == PS_SCMD_SHED) {
+			shed_threads();
+			continue;	/* and waits for PS_SCMD_SPARE */
+		}
 		ahead = ahead || q.kind == PS_SCMD_SPARE;
 		/* EAGAIN: RLIMIT_NPROC still counts the holder the last kept cell replaced, until
 		 * its reaper (the PID namespace's init, or the host) has reaped it: a moment */

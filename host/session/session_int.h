@@ -12,7 +12,13 @@
  * sends PS_SCMD_SPARE: the cell is the holder from now on, and forks the next spare) or roll
  * back (it kills the cell; the old holder reaps it, says PS_REC_CELL_REAPED and forks the
  * next spare, its state untouched). A cell that dies by itself is reaped the same way. A
- * holder that could not fork ahead forks on the next command. Only one process reads fd 0
+ * holder that could not fork ahead forks on the next command.
+ *
+ * Threads do not outlive a cell: a kept cell whose report says threads are still running
+ * (daemon ones; the others were joined) gets PS_SCMD_SHED instead: it forks a copy of itself
+ * (fork copies only the calling thread), which says PS_REC_CELL_FORKED with err 1 and is the
+ * holder from then on (it waits for PS_SCMD_SPARE); the host kills the threaded one, which
+ * only sleeps until then. Only one process reads fd 0
  * at a time (the spare, or the holder while it has none), so input() lines go to the cell
  * that asked.
  */
@@ -25,7 +31,8 @@
 #include "session.h"
 
 #define PS_SCMD_MAGIC 0x6d637370u	/* "pscm" */
-enum ps_scmd_kind { PS_SCMD_EXEC = 1, PS_SCMD_QUERY = 2, PS_SCMD_INPUT = 3, PS_SCMD_SPARE = 4 };
+enum ps_scmd_kind { PS_SCMD_EXEC = 1, PS_SCMD_QUERY = 2, PS_SCMD_INPUT = 3, PS_SCMD_SPARE = 4,
+		    PS_SCMD_SHED = 5 };
 #define PS_SCMD_REFUSED UINT64_MAX	/* PS_SCMD_INPUT: no line (EOFError) */
 
 struct ps_scmd {
