@@ -1,8 +1,10 @@
 """`pysnip session`: cells over a kept state (DESIGN.md section 6). A cell that ends or raises
 is kept; a cell that dies is rolled back, and the next cell proves the state is exactly the
 one before it (a mutation made by the dead cell is gone, a name it bound is absent)."""
+import base64
 import json
 import os
+import subprocess
 import time
 
 import pytest
@@ -549,3 +551,35 @@ def test_a_non_daemon_thread_is_joined_at_its_cells_end():
         assert v["status"] == "ok" and v["state"] == "kept", v
         assert v["usage"]["wall_ms"] >= 250 and "threads_stopped" not in v, v
         assert value(s, "(done, threading.active_count())") == "([1], 1)"
+
+
+needs_scientific = pytest.mark.skipif(
+    subprocess.run(["/usr/bin/python3", "-c", "import numpy, matplotlib"],
+                   capture_output=True).returncode != 0,
+    reason="Debian's python3-numpy/matplotlib are not installed (tools/install-deps)")
+
+
+@needs_scientific
+@needs_rlimit_as
+def test_a_scientific_session_keeps_numpy_state_through_a_plot_and_a_memory_kill():
+    """policies/scientific.json as a session: a numpy array made in one cell is used in the
+    next; a matplotlib figure open at a cell's end comes back as image/png in its display; a
+    cell that writes over the array and then runs past the session's memory is rolled back,
+    and the array is as it was before that cell."""
+    with Session("--memory", "768M", policy="scientific") as s:
+        v = s.run("import numpy as np\na = np.arange(1_000_000, dtype=np.float64)\n"
+                  "int(a.sum())")
+        assert v["state"] == "kept", v
+        assert v["result"]["data"]["text/plain"] == str(sum(range(1_000_000)))
+        assert value(s, "b = a * 2\nfloat(b[-1])") == "1999998.0"
+        v = s.run("import matplotlib.pyplot as plt\nplt.plot(a[:100], b[:100])\n"
+                  "plt.title('b = 2a')\nNone")
+        assert v["status"] == "ok" and v["state"] == "kept", v
+        pngs = [d["data"]["image/png"] for d in v["display"] if "image/png" in d["data"]]
+        assert len(pngs) == 1, v["display"]
+        assert base64.b64decode(pngs[0])[:8] == b"\x89PNG\r\n\x1a\n"
+        v = s.run("a[:] = -1\nhog = []\nwhile True:\n    hog.append(np.ones(1 << 24))\n")
+        assert v["status"] == "memory_limit" and v["state"] == "rolled_back", v
+        assert "memory" in v["state_reason"], v
+        assert value(s, "(int(a.sum()), float(b[-1]), 'hog' in globals())") == \
+            "(%d, 1999998.0, False)" % sum(range(1_000_000))
