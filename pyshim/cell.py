@@ -139,6 +139,16 @@ def cell_compile(src):
     return body, expr
 
 
+def cell_rehearse():
+    """A spare's warm-up before its command (host/session/holder.c): a cell's compile (both
+    halves) and report, thrown away, so that the pages they write are copied from the holder
+    now rather than on the cell's path. Nothing is run, shown, flushed or kept."""
+    cell_compile(memoryview(b"pass\n0\n"))
+    _report(None, None, "ok", None, False)
+    _json({"result": None, "display": [], "execution_count": 0})
+    _cell["outputs"] = []
+
+
 def _open_figures():
     """matplotlib figures still open at the cell's end, as image/png bundles (then closed)."""
     plt = sys.modules.get("matplotlib.pyplot")
@@ -157,10 +167,22 @@ def _open_figures():
         pass
 
 
-def cell_finish(exc, src, denied, value, has_value, count):
+def cell_join_threads():
+    """At a cell's end its non-daemon threads are joined, as at interpreter exit: threads do
+    not outlive a cell (the daemon ones still running are stopped: host/session/holder.c)."""
+    th = sys.modules.get("threading")
+    if th is None:
+        return
+    me, main = th.current_thread(), th.main_thread()
+    for t in th.enumerate():
+        if t is not me and t is not main and not t.daemon:
+            t.join()
+
+
+def cell_finish(exc, src, denied, value, has_value, count, threads=0):
     """(report bytes, exit code) of a cell: the run's report plus result and display.
-    SystemExit is the cell's exception, as in IPython; nothing waits for threads (they do
-    not outlive the cell's process once the session moves on: host/session/)."""
+    SystemExit is the cell's exception, as in IPython. threads: the cell's threads still
+    running at its end (daemon ones; the others were joined), which the session stops."""
     result, code = None, 0
     if exc is None and has_value and value is not None:
         try:
@@ -181,7 +203,8 @@ def cell_finish(exc, src, denied, value, has_value, count):
             exc_info["denied"] = True
     _flush()
     rep = _report(exc, exc_info, kind, None, memory_error)
-    extra = _json({"result": result, "display": _cell["outputs"], "execution_count": count})
+    extra = _json({"result": result, "display": _cell["outputs"], "execution_count": count,
+                   "threads_running": threads})
     return rep[:-1] + b", " + extra[1:].encode("utf-8"), code
 
 

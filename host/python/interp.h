@@ -62,6 +62,15 @@ int ps_interp_cell_setup(int report_fd, char *(*input_line)(const char *prompt, 
  * report_fd behind the token. Returns 0 ended, 1 raised. code[len] == '\0'. */
 int ps_interp_cell_run(const char *code, size_t len, unsigned long count, int report_fd);
 
+/* Threads of the interpreter other than the caller's (a cell's still running at its end). */
+int ps_interp_cell_threads(void);
+
+/* A spare (a cell forked ahead of its command), before its command: the compile and the
+ * report of a cell rehearsed and thrown away, so that the pages every cell writes there are
+ * copied from the holder now, not on the cell's path (each first write is a fault). Leaves
+ * no state, output or exception. */
+void ps_interp_cell_rehearse(void);
+
 /* A disposable fork of the holder: kind "complete", "inspect" or "is_complete" of code at
  * cursor; a JSON report to report_fd behind the token. */
 int ps_interp_cell_query(const char *kind, const char *code, size_t len, size_t cursor,

@@ -4,6 +4,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -93,6 +94,36 @@ int ps_interp_cell_setup(int report_fd, char *(*line)(const char *prompt, bool p
 	return 0;
 }
 
+/* The report behind its token in ONE write (the host wakes once for it, not three times),
+ * to the private copy of the channel first, as ps_interp_write_report does. */
+static void write_cell_report(int report_fd, const char *buf, size_t len)
+{
+	const char *tok = ps_interp_report_token();
+	size_t tl = strlen(tok), n = tl ? tl + 1 + len : len;
+	char *all = malloc(n);
+	int fds[] = { ps_interp_report_priv(), report_fd };
+
+	if (!all) {
+		ps_interp_write_report(report_fd, buf, len);
+		return;
+	}
+	memcpy(all, tok, tl);
+	if (tl)
+		all[tl] = '\n';
+	memcpy(all + n - len, buf, len);
+	for (size_t i = 0; i < PS_ARRAY_LEN(fds); i++) {
+		int fl = fds[i] >= 0 ? fcntl(fds[i], F_GETFL) : -1;
+
+		if (fl < 0)
+			continue;
+		if (fl & O_NONBLOCK)	/* os.set_blocking(4, False) must not cut the report */
+			fcntl(fds[i], F_SETFL, fl & ~O_NONBLOCK);
+		if (ps_write_all(fds[i], all, n) == 0)
+			break;
+	}
+	free(all);
+}
+
 /* (report bytes, exit code) from pyshim into the channel; the fallback when even that fails. */
 static int write_answer(PyObject *r, int report_fd)
 {
@@ -108,13 +139,41 @@ static int write_answer(PyObject *r, int report_fd)
 		PyObject *b = PyTuple_GET_ITEM(r, 0);
 
 		rc = (int)PyLong_AsLong(PyTuple_GET_ITEM(r, 1));
-		ps_interp_write_report(report_fd, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+		write_cell_report(report_fd, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
 	} else {
 		PyErr_Clear();
-		ps_interp_write_report(report_fd, fallback, strlen(fallback));
+		write_cell_report(report_fd, fallback, strlen(fallback));
 	}
 	Py_XDECREF(r);
 	return rc;
+}
+
+int ps_interp_cell_threads(void)
+{
+	PyThreadState *me = PyThreadState_Get();
+	int n = 0;
+
+	for (PyThreadState *t = PyInterpreterState_ThreadHead(me->interp); t;
+	     t = PyThreadState_Next(t))
+		n += t != me;
+	return n;
+}
+
+/* The cell's non-daemon threads joined (as at interpreter exit): an exception there (an
+ * interrupt while joining) is the cell's when it has none of its own. */
+static PyObject *join_threads(PyObject *exc)
+{
+	PyObject *r = ps_interp_shim_call("cell_join_threads", PyTuple_New(0));
+
+	if (r) {
+		Py_DECREF(r);
+		return exc;
+	}
+	if (exc) {
+		PyErr_Clear();
+		return exc;
+	}
+	return ps_interp_fetch_exception();
 }
 
 int ps_interp_cell_run(const char *code, size_t len, unsigned long count, int report_fd)
@@ -142,22 +201,34 @@ int ps_interp_cell_run(const char *code, size_t len, unsigned long count, int re
 		}
 		Py_XDECREF(b);
 	}
-	exc = ps_interp_fetch_exception();
+	exc = join_threads(ps_interp_fetch_exception());
 	ps_interp_restore_for_report();
 	/* A cell out of memory is rolled back (session/host.c): its state may go now, so that
 	 * the report can be built. */
 	if (exc && PyErr_GivenExceptionMatches(exc, PyExc_MemoryError))
 		PyDict_Clear(globals);
 	r = ps_interp_shim_call("cell_finish",
-				Py_BuildValue("(OOOOOk)", exc ? exc : Py_None, src ? src : Py_None,
+				Py_BuildValue("(OOOOOki)", exc ? exc : Py_None, src ? src : Py_None,
 					      ps_audit_raised_by_hook(exc) ? Py_True : Py_False,
 					      value ? value : Py_None, has_value ? Py_True : Py_False,
-					      count));
+					      count, ps_interp_cell_threads()));
 	Py_XDECREF(exc);
 	Py_XDECREF(value);
 	Py_XDECREF(parts);
 	Py_XDECREF(src);
 	return write_answer(r, report_fd);
+}
+
+void ps_interp_cell_rehearse(void)
+{
+	PyObject *r = ps_interp_shim_call("cell_rehearse", PyTuple_New(0));
+	bool interrupted = !r && PyErr_ExceptionMatches(PyExc_KeyboardInterrupt);
+
+	Py_XDECREF(r);
+	PyErr_Clear();
+	/* an interrupt for the cell that came during the rehearsal is the cell's */
+	if (interrupted)
+		PyErr_SetInterrupt();
 }
 
 int ps_interp_cell_query(const char *kind, const char *code, size_t len, size_t cursor,

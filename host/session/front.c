@@ -35,6 +35,7 @@ struct ps_session {
 	char ended[300];
 	bool gone;
 	char *verdict_text;	/* the last verdict line's "verdict" value, cut from its text */
+	bool configuring;	/* a configure was sent whose answer is still to be read */
 };
 
 static int send_line(struct ps_session *s, const char *line)
@@ -42,9 +43,7 @@ static int send_line(struct ps_session *s, const char *line)
 	int ret;
 
 	pthread_mutex_lock(&s->wmu);
-	ret = ps_write_all(s->fd, line, strlen(line));
-	if (ret == 0)
-		ret = ps_write_all(s->fd, "\n", 1);
+	ret = ps_write_line(s->fd, line, strlen(line));
 	pthread_mutex_unlock(&s->wmu);
 	return ret;
 }
@@ -324,10 +323,38 @@ static void on_input(struct ps_session *s, const cJSON *m, const struct ps_sessi
 	send_json(s, a);
 }
 
+static cJSON *await_event(struct ps_session *s, const char *want, const struct ps_session_cb *cb,
+			  char *err, size_t errlen);
+
+/* The answer to a configure sent ahead (ps_session_configure does not wait for it): the
+ * host answers in order, so it comes before the answer to anything sent after it. */
+static int settle_configure(struct ps_session *s, char *err, size_t errlen)
+{
+	cJSON *m;
+
+	if (!s->configuring)
+		return 0;
+	s->configuring = false;
+	m = await_event(s, "configured", NULL, err, errlen);
+	if (!m) {
+		if (strncmp(err, "session ended", 13)) {
+			char why[300];
+
+			snprintf(why, sizeof(why), "%s", err);
+			snprintf(err, errlen, "session configure: %s", why);
+		}
+		return -1;
+	}
+	cJSON_Delete(m);
+	return 0;
+}
+
 /* Events until the one that ends the request (event == want): its line, malloc'd. */
 static cJSON *await_event(struct ps_session *s, const char *want, const struct ps_session_cb *cb,
 			  char *err, size_t errlen)
 {
+	if (settle_configure(s, err, errlen) < 0)
+		return NULL;
 	for (;;) {
 		char *line = read_line(s, -1);
 		cJSON *m = line ? parse_line(line) : NULL;
@@ -485,8 +512,8 @@ char *ps_session_query(struct ps_session *s, const char *kind, const char *code,
 int ps_session_configure(struct ps_session *s, const struct ps_limits *cell,
 			 const struct ps_session_limits *sl, char *err, size_t errlen)
 {
-	cJSON *req = cJSON_CreateObject(), *l, *m;
-	int ret = -1;
+	cJSON *req = cJSON_CreateObject(), *l;
+	int ret = 0;
 
 	cJSON_AddStringToObject(req, "op", "configure");
 	l = cJSON_AddObjectToObject(req, "limits");
@@ -499,11 +526,12 @@ int ps_session_configure(struct ps_session *s, const struct ps_limits *cell,
 	cJSON_AddNumberToObject(l, "cpu_ms", (double)sl->cpu_ms);
 	cJSON_AddNumberToObject(l, "cells", (double)sl->cells);
 	pthread_mutex_lock(&s->mu);
+	/* not waited for: a round trip less for a new session; the next call reads its answer */
 	if (send_json(s, req) < 0) {
 		set_gone(s, err, errlen);
-	} else if ((m = await_event(s, "configured", NULL, err, errlen))) {
-		cJSON_Delete(m);
-		ret = 0;
+		ret = -1;
+	} else {
+		s->configuring = true;
 	}
 	pthread_mutex_unlock(&s->mu);
 	return ret;
@@ -563,6 +591,16 @@ const char *ps_session_wait_ended(struct ps_session *s, int timeout_ms)
 		m = parse_line(line);
 		free(line);
 		note_ended(s, m, err, sizeof(err));
+		/* the answer to a configure sent ahead: a refusal ends the session (its limits
+		 * would not be the request's) */
+		const char *ev = m ? str_of(m, "event") : NULL;
+
+		if (s->configuring && ev && (!strcmp(ev, "configured") || !strcmp(ev, "error"))) {
+			s->configuring = false;
+			if (!strcmp(ev, "error") && !s->ended[0])
+				snprintf(s->ended, sizeof(s->ended), "session configure: %s",
+					 str_of(m, "message") ?: "refused");
+		}
 		cJSON_Delete(m);
 	}
 	pthread_mutex_unlock(&s->mu);

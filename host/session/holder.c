@@ -5,6 +5,8 @@
 #include "session_int.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,20 +82,28 @@ static char *input_line(const char *prompt, bool password)
 	}
 }
 
+static int64_t cpu_us_of(const struct rusage *ru)
+{
+	return (int64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000 +
+	       ru->ru_utime.tv_usec + ru->ru_stime.tv_usec;
+}
+
 /* The cell, in the child: its CPU as a soft limit (SIGXCPU; the hard limit stays the
- * holder's, so that a kept cell can hold on), run, report, and carry on as the holder. */
-static void cell_child(const struct ps_scmd *q, const char *code)
+ * holder's, so that a kept cell can hold on), run, report, and carry on as the holder.
+ * before: the child's usage when the command came (a spare waited for it): not the cell's. */
+static void cell_child(const struct ps_scmd *q, const char *code, const struct rusage *before)
 {
 	struct rlimit cpu, was;
 	struct rusage ru;
 	pid_t self = getpid();
 	int rc;
 
-	/* first, so that the host knows the cell before anything else it says */
-	send_rec(PS_REC_CELL_FORKED, (int32_t)getpid(), 0, NULL, NULL);
 	getrlimit(RLIMIT_CPU, &was);
 	if (q->kind == PS_SCMD_EXEC && q->cpu_ms) {
-		cpu.rlim_cur = (rlim_t)((q->cpu_ms + 999) / 1000);
+		/* RLIMIT_CPU counts from the fork: the spare's wait is added to the cell's */
+		uint64_t ms = q->cpu_ms + (uint64_t)cpu_us_of(before) / 1000;
+
+		cpu.rlim_cur = (rlim_t)((ms + 999) / 1000);
 		cpu.rlim_max = was.rlim_max;
 		if (was.rlim_max != RLIM_INFINITY && cpu.rlim_cur > was.rlim_max)
 			cpu.rlim_cur = was.rlim_max;
@@ -112,49 +122,120 @@ static void cell_child(const struct ps_scmd *q, const char *code)
 	if (getpid() != self)
 		_exit(0);
 	getrusage(RUSAGE_SELF, &ru);
+	ru.ru_utime.tv_sec -= before->ru_utime.tv_sec;
+	ru.ru_utime.tv_usec -= before->ru_utime.tv_usec;
+	ru.ru_stime.tv_sec -= before->ru_stime.tv_sec;
+	ru.ru_stime.tv_usec -= before->ru_stime.tv_usec;
 	send_rec(PS_REC_CELL_DONE, 0, rc, NULL, &ru);
 	if (q->kind != PS_SCMD_EXEC)
 		_exit(0);	/* a query's fork is thrown away */
 	setrlimit(RLIMIT_CPU, &was);
 }
 
-/* One command. Returns in the holder, and in a cell that goes on as the holder. */
-static void serve_one(const struct ps_scmd *q)
+/* The next command for a cell from fd 0 (an input() answer for a cell that died is
+ * dropped). 0 with *q and *code (NULL for PS_SCMD_SPARE), -1 when the host is gone. */
+static int next_command(struct ps_scmd *q, char **code)
 {
-	char *code = read_body(q->len);
-	int status = 0;
-	struct rusage ru;
-	pid_t pid, r;
-
-	if (q->kind == PS_SCMD_INPUT || !code) {	/* an answer for a cell that died */
-		free(code);
-		return;
+	for (;;) {
+		if (ps_read_exact(CMD_FD, q, sizeof(*q)) < 0)
+			return -1;
+		if (q->magic != PS_SCMD_MAGIC)
+			_exit(126);
+		*code = NULL;
+		if (q->kind == PS_SCMD_SPARE || q->kind == PS_SCMD_SHED)
+			return 0;
+		*code = read_body(q->len);
+		if (q->kind != PS_SCMD_INPUT && *code)
+			return 0;
+		free(*code);
 	}
-	/* EAGAIN: RLIMIT_NPROC still counts the holder the last kept cell replaced, until its
-	 * reaper (the PID namespace's init, or the host) has reaped it: a moment */
+}
+
+/* A kept cell with threads still running: this process goes on as a fork of itself (only
+ * the calling thread is copied; Python's after-fork marks the others gone), and the threaded
+ * one sleeps until the host, which learns the copy from its FORKED record (err 1), kills it.
+ * A fork refused: this process stays the holder, threads and all (the record says so). */
+static void shed_threads(void)
+{
+	pid_t pid;
+
 	for (int i = 0; (pid = ps_interp_fork()) < 0 && errno == EAGAIN && i < 200; i++)
 		usleep(1000);
-	if (pid < 0) {
-		send_rec(PS_REC_CELL_REAPED, -1, errno, NULL, NULL);
+	if (pid > 0)
+		for (;;)
+			sleep(3600);
+	send_rec(PS_REC_CELL_FORKED, (int32_t)getpid(), pid == 0 ? 1 : 2, NULL, NULL);
+}
+
+/* The host closed its end of fd 0: the session is over. */
+static bool host_gone(void)
+{
+	struct pollfd p = { .fd = CMD_FD, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0 && (p.revents & POLLHUP) && !(p.revents & POLLIN);
+}
+
+/* The holder's loop. Each cell is forked AHEAD of its command (the spare): right after the
+ * holder starts, after it reaped a cell, and when the host says a kept cell is the holder
+ * (PS_SCMD_SPARE), so that the fork is off the cell's path. The spare says FORKED, waits for
+ * its command, runs it and, kept, goes round this loop as the holder. A holder that could
+ * not fork ahead forks on the next command instead. Never returns. */
+__attribute__((noreturn)) static void holder_loop(void)
+{
+	bool ahead = true;
+
+	for (;;) {
+		struct ps_scmd q = { 0 };
+		struct rusage ru;
+		char *code = NULL;
+		int status = 0;
+		pid_t pid, r;
+
+		if (!ahead && next_command(&q, &code) < 0)
+			_exit(0);	/* the host is gone */
+		if (!ahead && q.kind == PS_SCMD_SHED) {
+			shed_threads();
+			continue;	/* and waits for PS_SCMD_SPARE */
+		}
+		ahead = ahead || q.kind == PS_SCMD_SPARE;
+		/* EAGAIN: RLIMIT_NPROC still counts the holder the last kept cell replaced, until
+		 * its reaper (the PID namespace's init, or the host) has reaped it: a moment */
+		for (int i = 0; (pid = ps_interp_fork()) < 0 && errno == EAGAIN && i < 200; i++)
+			usleep(1000);
+		if (pid == 0) {
+			/* first, so that the host knows the cell before anything else it says */
+			send_rec(PS_REC_CELL_FORKED, (int32_t)getpid(), 0, NULL, NULL);
+			if (ahead) {
+				ps_interp_cell_rehearse();
+				if (next_command(&q, &code) < 0)
+					_exit(0);
+			}
+			getrusage(RUSAGE_SELF, &ru);
+			cell_child(&q, code, &ru);
+			free(code);
+			ahead = false;	/* kept: the holder now, once the host says so */
+			continue;
+		}
 		free(code);
-		return;
+		if (pid < 0) {
+			if (!ahead)	/* a command that has no cell */
+				send_rec(PS_REC_CELL_REAPED, -1, errno, NULL, NULL);
+			ahead = false;
+			continue;
+		}
+		do
+			r = wait4(pid, &status, 0, &ru);
+		while (r < 0 && errno == EINTR);
+		send_rec(PS_REC_CELL_REAPED, 0, r < 0 ? -1 : status, NULL, r < 0 ? NULL : &ru);
+		if (host_gone())
+			_exit(0);
+		ahead = true;	/* still the holder: the next cell ahead */
 	}
-	if (pid == 0) {
-		cell_child(q, code);
-		free(code);
-		return;	/* kept: this process is the holder now */
-	}
-	free(code);
-	do
-		r = wait4(pid, &status, 0, &ru);
-	while (r < 0 && errno == EINTR);
-	send_rec(PS_REC_CELL_REAPED, 0, r < 0 ? -1 : status, NULL, r < 0 ? NULL : &ru);
 }
 
 void ps_session_holder_main(const char *token)
 {
 	char err[200];
-	struct ps_scmd q;
 
 	session_token = token;
 	sigaction(SIGINT, &ps_session_py_sigint, NULL);
@@ -162,11 +243,5 @@ void ps_session_holder_main(const char *token)
 		send_rec(PS_REC_PHASE_FAIL, -1, EINVAL, err, NULL);
 		_exit(125);
 	}
-	for (;;) {
-		if (ps_read_exact(CMD_FD, &q, sizeof(q)) < 0)
-			_exit(0);	/* the host is gone */
-		if (q.magic != PS_SCMD_MAGIC)
-			_exit(126);
-		serve_one(&q);
-	}
+	holder_loop();
 }

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,9 +38,7 @@ enum { LINE_MAX_BYTES = 300 << 20, READY_WAIT_MS = 30000, DEFAULT_GRACE_MS = 200
 int ps_host_send(struct host *h, const char *line)
 {
 	(void)h;
-	if (ps_write_all(FRONT_FD, line, strlen(line)) < 0 || ps_write_all(FRONT_FD, "\n", 1) < 0)
-		return -1;
-	return 0;
+	return ps_write_line(FRONT_FD, line, strlen(line)) < 0 ? -1 : 0;
 }
 
 static int send_error(struct host *h, const char *field, const char *msg)
@@ -104,6 +103,84 @@ char *ps_host_next_line(struct host *h, bool *eof)
 
 /* --- the holder --- */
 
+void ps_host_renice(struct host *h, int pidfd, pid_t pid, int nice)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	if (h->renice && pid > 0 && pidfd >= 0 && poll(&p, 1, 0) == 0)
+		(void)setpriority(PRIO_PROCESS, (id_t)pid, nice);
+}
+
+/* Background work at nice 19 (the holder forking and warming the next cell, an old holder's
+ * teardown) and each cell at 0, so that the work between cells does not slow a verdict on
+ * its way out: only where the host can put a process back to 0 (root, as the zygote's
+ * spares), which is tried on the first holder. */
+static void probe_renice(struct host *h)
+{
+	h->renice = geteuid() == 0 &&
+		    setpriority(PRIO_PROCESS, (id_t)h->holder, 19) == 0 &&
+		    setpriority(PRIO_PROCESS, (id_t)h->holder, 0) == 0;
+	if (!h->renice)
+		(void)setpriority(PRIO_PROCESS, (id_t)h->holder, 0);
+}
+
+void ps_host_drop_spare(struct host *h)
+{
+	if (h->spare_pidfd >= 0)
+		close(h->spare_pidfd);
+	h->spare_pidfd = -1;
+	h->spare_inner = h->spare_parent = 0;
+	h->spare.ours = h->spare.proc = 0;
+}
+
+static void resolve_spare(struct host *h)
+{
+	if (!h->spare_inner || h->spare.ours ||
+	    ps_host_find_child(h->spare_parent, h->spare_inner, &h->spare) < 0)
+		return;
+	h->spare_pidfd = (int)syscall(SYS_pidfd_open, h->spare.ours, 0);
+}
+
+void ps_host_note_spare(struct host *h, pid_t inner, pid_t parent_proc)
+{
+	ps_host_drop_spare(h);
+	h->spare_inner = inner;
+	h->spare_parent = parent_proc;
+	resolve_spare(h);
+}
+
+int ps_host_take_spare(struct host *h, struct ps_host_pid *out, int *pidfd)
+{
+	resolve_spare(h);
+	if (!h->spare.ours || h->spare_pidfd < 0) {
+		ps_host_drop_spare(h);
+		return -1;
+	}
+	*out = h->spare;
+	*pidfd = h->spare_pidfd;
+	h->spare_pidfd = -1;
+	ps_host_drop_spare(h);
+	return 0;
+}
+
+void ps_host_read_idle_records(struct host *h)
+{
+	struct ps_status_rec rec;
+
+	if (!h->holder_up)
+		return;
+	for (;;) {
+		struct pollfd p = { .fd = h->hp.f.status, .events = POLLIN };
+
+		if (poll(&p, 1, 0) <= 0 ||
+		    read(h->hp.f.status, &rec, sizeof(rec)) != (ssize_t)sizeof(rec))
+			return;
+		if (rec.kind == PS_REC_CELL_FORKED &&
+		    !strncmp(rec.msg, h->token, PS_SESSION_TOKEN_LEN))
+			ps_host_note_spare(h, rec.phase, h->holder_proc);
+	}
+}
+
 /* The holder's limits: the session's memory and processes, no CPU limit of its own (each
  * cell has its CPU as a soft limit; the session's total is counted here). RLIMIT_NPROC
  * counts every process of the uid on the host: on a uid of its own (a policy's uid range, a
@@ -158,6 +235,7 @@ void ps_host_kill_holder(struct host *h)
 	if (h->dying_pidfd >= 0)
 		close(h->dying_pidfd);
 	h->dying_pidfd = -1;
+	ps_host_drop_spare(h);
 	/* The first holder is our child and unreaped until the end (settle() leaves it), so
 	 * its pid, which is the session's process group, still names only the session. Without
 	 * a PID namespace (whose init's end waits for every member) the session's orphans are
@@ -184,6 +262,7 @@ int ps_host_spawn_holder(struct host *h, char *err, size_t errlen)
 	struct ps_run r = { .code = "", .code_len = 0 };
 
 	r.limits = l;
+	ps_host_drop_spare(h);
 	if (ps_worker_spawn(&h->w, &l, &r, h->slot, &h->hp, &h->ho) < 0) {
 		snprintf(err, errlen, "%s", h->ho.host_error);
 		return -1;
@@ -211,6 +290,7 @@ int ps_host_spawn_holder(struct host *h, char *err, size_t errlen)
 	}
 	h->holder_proc = hp.proc;
 	h->count = 0;
+	probe_renice(h);
 	return 0;
 }
 
@@ -446,8 +526,13 @@ static void serve_front(struct host *h)
 		struct pollfd p[] = {
 			{ .fd = FRONT_FD, .events = POLLIN },
 			{ .fd = h->holder_up ? h->holder_pidfd : -1, .events = POLLIN },
+			{ .fd = h->holder_up ? h->hp.f.status : -1, .events = POLLIN },
 		};
-		if (poll(p, 2, 1000) > 0 && p[1].revents) {
+		int n = poll(p, 3, 1000);
+
+		if (n > 0 && p[2].revents)	/* the next cell, forked ahead */
+			ps_host_read_idle_records(h);
+		if (n > 0 && p[1].revents) {
 			snprintf(h->lost, sizeof(h->lost), "the holder died between cells (after cell "
 				 "%llu): this cell ran on a fresh state", (unsigned long long)h->count);
 			ps_host_kill_holder(h);
@@ -559,6 +644,7 @@ static void host_init(struct host *h)
 	h->slot_lock = -1;
 	h->holder_pidfd = -1;
 	h->dying_pidfd = -1;
+	h->spare_pidfd = -1;
 	h->grace_ms = DEFAULT_GRACE_MS;
 	h->start_us = h->idle_since_us = ps_now_us();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);	/* our parent's death ends the session */

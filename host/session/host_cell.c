@@ -197,6 +197,58 @@ static void rusage_from(struct rusage *ru, const struct ps_status_rec *rec)
 	ru->ru_maxrss = rec->maxrss_kb;
 }
 
+/* "threads_running" of the cell's report (pyshim cell_finish puts it last). */
+static int threads_of(const struct ps_capture *r)
+{
+	static const char key[] = "\"threads_running\": ";
+	const char *p = r->buf, *last = NULL;
+
+	while (p && (p = memmem(p, r->len - (size_t)(p - r->buf), key, sizeof(key) - 1))) {
+		last = p;
+		p += sizeof(key) - 1;
+	}
+	return last ? atoi(last + sizeof(key) - 1) : 0;
+}
+
+/* The kept cell is the holder from now on: the next cell forked ahead, or first its threads
+ * shed (a single-threaded copy of it takes its place: session_int.h). */
+static void take_over(struct cell *c)
+{
+	struct ps_scmd m = { .magic = PS_SCMD_MAGIC, .kind = PS_SCMD_SPARE };
+
+	c->threads = threads_of(&c->o.report);
+	c->shedding = c->threads > 0;
+	if (c->shedding)
+		m.kind = PS_SCMD_SHED;
+	ps_host_renice(c->h, c->pidfd, c->pid, c->shedding ? 0 : 19);
+	(void)ps_write_all(c->h->hp.f.in, &m, sizeof(m));
+}
+
+/* The kept cell's single-threaded copy (FORKED, err 1): the cell from now on; the threaded
+ * process is killed. err 2: it could not fork, the threads stay. */
+static void shed_done(struct cell *c, const struct ps_status_rec *rec)
+{
+	struct ps_scmd m = { .magic = PS_SCMD_MAGIC, .kind = PS_SCMD_SPARE };
+	struct ps_host_pid hp;
+	int fd;
+
+	c->shedding = false;
+	if (rec->err != 1 || ps_host_find_child(c->pid_proc, rec->phase, &hp) < 0 ||
+	    (fd = (int)syscall(SYS_pidfd_open, hp.ours, 0)) < 0) {
+		c->shed_failed = true;
+		(void)ps_write_all(c->h->hp.f.in, &m, sizeof(m));
+		return;
+	}
+	pidfd_signal(c->pidfd, SIGKILL);
+	close(c->pidfd);
+	c->pidfd = fd;
+	c->pid = hp.ours;
+	c->pid_proc = hp.proc;
+	c->cell_dead = false;
+	ps_host_renice(c->h, c->pidfd, c->pid, 19);
+	(void)ps_write_all(c->h->hp.f.in, &m, sizeof(m));
+}
+
 /* The cell ended by itself: keep it unless its end is one a limit forced (out of memory). */
 static void decide(struct cell *c, const struct ps_status_rec *rec)
 {
@@ -218,10 +270,15 @@ static void decide(struct cell *c, const struct ps_status_rec *rec)
 	if (c->keep) {
 		/* the old holder is blocked in wait4 and never runs again once the signal is
 		 * sent: the cell is the holder from here on, without waiting for the teardown
-		 * of the old one's address space */
-		if (!c->holder_dead)
+		 * of the old one's address space; its teardown, and the new holder's fork of
+		 * the next cell, are background */
+		if (!c->holder_dead) {
+			ps_host_renice(c->h, c->h->holder_pidfd, c->h->holder, 19);
 			pidfd_signal(c->h->holder_pidfd, SIGKILL);
+		}
 		c->holder_dead = true;
+		/* and it forks the next cell now, while the verdict goes out */
+		take_over(c);
 	} else {
 		kill_cell(c);
 	}
@@ -242,11 +299,22 @@ static void take_record(struct cell *c, const struct ps_status_rec *rec)
 		return;
 	switch (rec->kind) {
 	case PS_REC_CELL_FORKED:
+		if (rec->err && c->shedding) {	/* the kept cell without its threads */
+			shed_done(c, rec);
+			break;
+		}
+		if (c->pid || c->done || c->reaped) {
+			/* the next cell, forked ahead: by this cell once kept, or by the holder
+			 * that reaped it */
+			ps_host_note_spare(h, rec->phase, c->keep ? c->pid_proc : h->holder_proc);
+			break;
+		}
 		c->o.setup_us = ps_now_us() - c->start_us;
 		if (ps_host_find_child(h->holder_proc, rec->phase, &hp) == 0) {
 			c->pid = hp.ours;
 			c->pid_proc = hp.proc;
 			c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+			ps_host_renice(h, c->pidfd, c->pid, 0);
 		}
 		if (c->killed && c->pidfd >= 0)
 			pidfd_signal(c->pidfd, SIGKILL);
@@ -366,8 +434,8 @@ static bool finished(const struct cell *c)
 {
 	if (c->front_gone)
 		return true;
-	if (c->keep)
-		return c->holder_dead;
+	if (c->keep)	/* the threaded process dead by itself: nothing will come */
+		return c->holder_dead && (!c->shedding || c->cell_dead);
 	if (c->reaped)
 		return true;
 	/* the holder is gone and cannot reap: nothing more will come */
@@ -430,6 +498,14 @@ static void supervise(struct cell *c)
 		c->o.run_us = c->o.wall_us - c->o.setup_us;
 }
 
+/* Orphans of the session are ours to reap only without a PID namespace (its init reaps
+ * them otherwise): then /proc says which of our children have ended. */
+static void reap_orphans(struct host *h)
+{
+	if (!(h->w.ns_static & CLONE_NEWPID))
+		ps_host_reap_others(h->hp.pid);
+}
+
 /* The holder a kept cell replaced was killed without waiting for its teardown, and the next
  * cell does not wait for it either (it would be most of a cell's latency): RLIMIT_NPROC has
  * room for it (holder_limits), and the holder retries a fork refused meanwhile. */
@@ -439,7 +515,7 @@ static void forget_dying(struct host *h)
 		return;
 	close(h->dying_pidfd);
 	h->dying_pidfd = -1;
-	ps_host_reap_others(h->hp.pid);	/* an orphan of ours without a PID namespace */
+	reap_orphans(h);
 }
 
 static int send_command(struct cell *c)
@@ -481,7 +557,7 @@ static void settle(struct cell *c)
 	}
 	if (c->pidfd >= 0)
 		close(c->pidfd);
-	ps_host_reap_others(h->hp.pid);
+	reap_orphans(h);
 }
 
 int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
@@ -506,6 +582,17 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 	c.start_us = ps_now_us();
 	c.deadline_us = c.start_us + c.r.limits.wall_ms * 1000;
 	c.cpu_check_us = c.start_us + CPU_POLL_MS * 1000;
+	/* the cell is the spare the holder forked ahead, when it said so already */
+	ps_host_read_idle_records(h);
+	struct ps_host_pid sp;
+
+	if (ps_host_take_spare(h, &sp, &c.pidfd) == 0) {
+		c.pid = sp.ours;
+		c.pid_proc = sp.proc;
+		ps_host_renice(h, c.pidfd, c.pid, 0);	/* the cell is foreground work */
+	} else {	/* the holder has yet to fork it: at full speed */
+		ps_host_renice(h, h->holder_pidfd, h->holder, 0);
+	}
 	if (send_command(&c) == 0)
 		supervise(&c);
 	if (c.front_gone) {
@@ -516,6 +603,9 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 			close(c.pidfd);
 		return -1;
 	}
+	if (c.keep && c.shedding)	/* the threaded process died before its copy was made */
+		snprintf(h->lost, sizeof(h->lost), "the cell's process died while its threads were "
+			 "being stopped: the next cell starts afresh");
 	if (!c.done && !c.reaped && !c.o.host_error[0])
 		snprintf(c.o.host_error, sizeof(c.o.host_error),
 			 "the session's holder died before the cell ended");

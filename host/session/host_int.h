@@ -14,6 +14,12 @@
 
 enum { FRONT_FD = 3 };
 
+/* A process by both its names (procs.c). */
+struct ps_host_pid {
+	pid_t proc;	/* as /proc names it */
+	pid_t ours;	/* as our calls (pidfd_open, kill) name it */
+};
+
 struct host {
 	struct ps_policy p;
 	struct ps_worker w;
@@ -34,8 +40,15 @@ struct host {
 	int holder_pidfd;
 	int dying_pidfd;		/* the holder a kept cell replaced, until it is gone */
 	pid_t group;
+	/* the next cell, forked ahead by the holder (holder.c), from its FORKED record: its pid
+	 * as the holder names it and its parent's /proc pid; resolved to both names and a pidfd
+	 * between cells (spare.ours 0 until then; inner 0: none said) */
+	pid_t spare_inner, spare_parent;
+	struct ps_host_pid spare;
+	int spare_pidfd;
 	struct ps_held held;
 	char token[40];
+	bool renice;			/* the session's background work may run at nice 19 */
 
 	uint64_t count;			/* execution_count of the last cell */
 	uint64_t cells, cpu_us, start_us, idle_since_us;
@@ -49,10 +62,6 @@ struct host {
 
 /* procs.c: a child of parent_proc (a /proc pid; <= 0: of ours) whose pid is inner (in its
  * innermost namespace; for a child of ours, in our namespace): by both names. 0 or -1. */
-struct ps_host_pid {
-	pid_t proc;	/* as /proc names it */
-	pid_t ours;	/* as our calls (pidfd_open, kill) name it */
-};
 int ps_host_find_child(pid_t parent_proc, pid_t inner, struct ps_host_pid *out);
 /* Reap every child of ours that has ended but keep (the first holder, left a zombie so that
  * its pid, the session's process group, cannot be reused while we may signal the group).
@@ -60,6 +69,17 @@ int ps_host_find_child(pid_t parent_proc, pid_t inner, struct ps_host_pid *out);
 int ps_host_reap_others(pid_t keep);
 
 /* host.c */
+/* The holder said it forked the next cell ahead (inner: the pid it gave, parent_proc: the
+ * forking holder's /proc pid); found now if it can be. ps_host_take_spare: resolve it (if
+ * not yet) and hand it to the cell about to run (0), or -1 when there is none known. */
+void ps_host_note_spare(struct host *h, pid_t inner, pid_t parent_proc);
+int ps_host_take_spare(struct host *h, struct ps_host_pid *out, int *pidfd);
+void ps_host_drop_spare(struct host *h);
+/* A process of the session at this nice value, if h->renice and its pidfd says it is alive
+ * (so that pid is still its). */
+void ps_host_renice(struct host *h, int pidfd, pid_t pid, int nice);
+/* Records the holder wrote between cells (a spare's FORKED): read without blocking. */
+void ps_host_read_idle_records(struct host *h);
 int ps_host_send(struct host *h, const char *line);	/* one JSON line to the front */
 int ps_host_spawn_holder(struct host *h, char *err, size_t errlen);
 /* Has a session limit been hit (h->ended says which)? */
@@ -93,6 +113,10 @@ struct cell {
 	int pidfd;
 	bool done, reaped, decided, keep, killed, holder_dead, cell_dead, front_gone;
 	bool interrupted, int_killed, cpu_killed, input_pending;
+	/* threads: the kept cell's report said this many still ran; shedding until its
+	 * single-threaded copy said FORKED (err 1: the copy; 2: no fork, threads kept) */
+	int threads;
+	bool shedding, shed_failed;
 	uint64_t output_total;
 	char *rendered;		/* the verdict as decide() rendered it (its outcome is final) */
 	size_t scan_off;	/* the report channel up to here is scanned for display frames */

@@ -111,6 +111,10 @@ int ps_host_send_verdict(struct cell *c)
 		cJSON_AddNullToObject(tail, "state_reason");
 	cJSON_AddItemToObject(tail, "result", cJSON_IsObject(res) ? cJSON_Duplicate(res, true)
 								  : cJSON_CreateNull());
+	/* threads do not outlive a cell: those still running at its end (daemon ones; the
+	 * others were joined) were stopped, the state goes on in a single-threaded copy */
+	if (c->keep && c->threads > 0)
+		cJSON_AddNumberToObject(tail, "threads_stopped", c->shed_failed ? 0 : c->threads);
 	/* "display" is the run verdict's own (result.c renders the report's, the cell's bundles) */
 	head = cJSON_CreateObject();
 	cJSON_AddStringToObject(head, "event", "verdict");

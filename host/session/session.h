@@ -136,7 +136,9 @@ int ps_session_adopt(int fd, int pidfd, struct ps_session **out, char *err, size
 
 /* Before the first cell of an adopted session (one a zygote forked ahead of demand with its
  * policy's limits): the cells' wall, CPU and output (may only tighten) and the session's
- * limits. 0, or -1 with err. */
+ * limits. Sent without waiting for the host's answer (a round trip less for a new session):
+ * 0, or -1 with err when it could not be sent; a refusal is the next call's error (starting
+ * "session configure: "). */
 int ps_session_configure(struct ps_session *s, const struct ps_limits *cell,
 			 const struct ps_session_limits *sl, char *err, size_t errlen);
 

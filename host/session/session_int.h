@@ -5,13 +5,23 @@
  * input() line). Holder and cells -> host: struct ps_status_rec on fd 3 (PS_REC_CELL_*,
  * msg starting with the session's token), reports on fd 4 behind the token, output on 1-2.
  *
- * A cell: the holder forks it (fork(): the holder reaps it) and waits for it. The cell says
- * PS_REC_CELL_FORKED first (so the host knows it before anything else it says), runs, writes its report and PS_REC_CELL_DONE, and goes on as if it
- * were the holder (reading fd 0). The host decides: keep (it kills the old holder: the cell
- * is the holder from now on) or roll back (it kills the cell; the old holder reaps it, says
- * PS_REC_CELL_REAPED and reads fd 0 again, its state untouched). A cell that dies by itself
- * is reaped the same way. The holder never reads fd 0 while a cell lives, so fd 0 has one
- * reader at a time; input() lines go to the cell that asked. */
+ * A cell: the holder forks it AHEAD of its command (the spare: fork(), the holder reaps it)
+ * and waits for it. The spare says PS_REC_CELL_FORKED at once (the host learns its pid
+ * between cells), reads its command from fd 0, runs, writes its report and PS_REC_CELL_DONE,
+ * and waits on fd 0 as the next holder. The host decides: keep (it kills the old holder and
+ * sends PS_SCMD_SPARE: the cell is the holder from now on, and forks the next spare) or roll
+ * back (it kills the cell; the old holder reaps it, says PS_REC_CELL_REAPED and forks the
+ * next spare, its state untouched). A cell that dies by itself is reaped the same way. A
+ * holder that could not fork ahead forks on the next command.
+ *
+ * Threads do not outlive a cell: a kept cell whose report says threads are still running
+ * (daemon ones; the others were joined) gets PS_SCMD_SHED instead: it forks a copy of itself
+ * (fork copies only the calling thread), which says PS_REC_CELL_FORKED with err 1 and is the
+ * holder from then on (it waits for PS_SCMD_SPARE); the host kills the threaded one, which
+ * only sleeps until then. Only one process reads fd 0
+ * at a time (the spare, or the holder while it has none), so input() lines go to the cell
+ * that asked.
+ */
 #ifndef PS_SESSION_INT_H
 #define PS_SESSION_INT_H
 
@@ -21,7 +31,8 @@
 #include "session.h"
 
 #define PS_SCMD_MAGIC 0x6d637370u	/* "pscm" */
-enum ps_scmd_kind { PS_SCMD_EXEC = 1, PS_SCMD_QUERY = 2, PS_SCMD_INPUT = 3 };
+enum ps_scmd_kind { PS_SCMD_EXEC = 1, PS_SCMD_QUERY = 2, PS_SCMD_INPUT = 3, PS_SCMD_SPARE = 4,
+		    PS_SCMD_SHED = 5 };
 #define PS_SCMD_REFUSED UINT64_MAX	/* PS_SCMD_INPUT: no line (EOFError) */
 
 struct ps_scmd {

@@ -189,6 +189,21 @@ int ps_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int ps_write_line(int fd, const char *line, size_t len)
+{
+	struct iovec iov[2] = { { (void *)line, len }, { "\n", 1 } };
+	ssize_t w;
+
+	do
+		w = writev(fd, iov, 2);
+	while (w < 0 && errno == EINTR);
+	if (w < 0)
+		return -errno;
+	if ((size_t)w >= len)
+		return (size_t)w == len ? ps_write_all(fd, "\n", 1) : 0;
+	return ps_write_all(fd, line + w, len - (size_t)w) ?: ps_write_all(fd, "\n", 1);
+}
+
 static int rmtree_at(int parent, const char *name)
 {
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

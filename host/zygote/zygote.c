@@ -258,6 +258,9 @@ static void fork_session(struct zyg *z, const struct ps_zcmd *c)
 				e = &z->sess[i];
 		if (e) {
 			e->spare = false;
+			/* not yet reaped, so the pid is still its: foreground work from now on */
+			if (z->w.ahead_nice)
+				(void)setpriority(PRIO_PROCESS, (id_t)e->pid, 0);
 			hand_session(e, z->spare_sock, c->tag);
 			z->spare_sock = -1;
 			return;
@@ -277,7 +280,13 @@ static void keep_spare_session(struct zyg *z)
 
 	if (!z->sessions_wanted || z->spare_sock >= 0)
 		return;
+	/* background work, as a worker spare: its fork and its start (the holder's phases) at
+	 * the spares' priority, so that they yield to the session just handed out */
+	if (z->w.ahead_nice)
+		(void)setpriority(PRIO_PROCESS, 0, z->w.ahead_nice);
 	z->spare_sock = spawn_session(z, &z->p.limits, &none, -1, &e);
+	if (z->w.ahead_nice)
+		(void)setpriority(PRIO_PROCESS, 0, 0);
 	if (z->spare_sock >= 0)
 		e->spare = true;
 }

@@ -1,8 +1,10 @@
 """`pysnip session`: cells over a kept state (DESIGN.md section 6). A cell that ends or raises
 is kept; a cell that dies is rolled back, and the next cell proves the state is exactly the
 one before it (a mutation made by the dead cell is gone, a name it bound is absent)."""
+import base64
 import json
 import os
+import subprocess
 import time
 
 import pytest
@@ -469,3 +471,115 @@ def test_display_streams_while_the_cell_runs():
         assert events == [{"id": cid, "event": "display",
                            "data": {"data": {"text/plain": "2"}, "metadata": {}}}]
         assert [d["data"]["text/plain"] for d in v["display"]] == ["'first'", "2"]
+
+
+TICKER = ("import os, threading, time\n"
+          "path = os.path.join(os.getcwd(), 'ticks')\n"
+          "def tick():\n"
+          "    while True:\n"
+          "        with open(path, 'a') as f:\n"
+          "            f.write('x')\n"
+          "        time.sleep(0.005)\n"
+          "threading.Thread(target=tick, daemon=True).start()\n"
+          "time.sleep(0.3)\n"
+          "os.path.getsize(path)")
+
+
+def test_a_daemon_thread_does_not_outlive_its_cell():
+    """A daemon thread still running at its cell's end is stopped: the state goes on in a
+    single-threaded copy of the cell (fork copies one thread) and the threaded process is
+    killed (host/session/holder.c); the verdict says how many were stopped. The thread appends
+    to a file in the scratch (which every process of the session sees) every 5 ms: it grew
+    during the cell, then not at all, and the state the cell made is kept."""
+    with Session(policy="notebook") as s:
+        v = s.run(TICKER)
+        assert v["status"] == "ok" and v["state"] == "kept", v
+        assert v["threads_stopped"] == 1, v
+        during = int(v["result"]["data"]["text/plain"])
+        assert during >= 10, v  # positive control: it ran while its cell did
+        a, b, n = eval(value(s, "a = os.path.getsize(path)\ntime.sleep(0.3)\n"
+                                "(a, os.path.getsize(path), threading.active_count())"))
+        assert a == b and a >= during, (during, a, b)
+        assert n == 1
+        assert value(s, "tick.__name__") == "'tick'"  # the cell's state is kept
+        v = s.run("x = 1")
+        assert v["state"] == "kept" and "threads_stopped" not in v, v
+
+
+PRIVATE_THREADS = os.path.join(os.path.dirname(PRIVATE_UIDS), "private_threads.json")
+
+
+def threads_of(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return int([ln for ln in f if ln.startswith("Threads:")][0].split()[1])
+    except OSError:
+        return 0
+
+
+@needs_root
+def test_no_process_of_the_session_keeps_a_cells_thread():
+    """The kernel's view (every process of the session's own uid): a daemon thread that runs
+    in C without the GIL (pbkdf2 for ever) is a second thread of the cell while it runs
+    (positive control) and of no process once the cell is kept. Before, the holder kept it
+    burning CPU between cells (failed on c7108f6: the holder had 2 threads after the cell)."""
+    with Session(policy=PRIVATE_THREADS) as s:
+        uid = eval(value(s, "import os\nos.getuid()"))
+        cid = s.start("import hashlib, threading, time\n"
+                      "threading.Thread(target=hashlib.pbkdf2_hmac, daemon=True,\n"
+                      "                 args=('sha256', b'k', b's', 2**31 - 1)).start()\n"
+                      "time.sleep(1)")
+        time.sleep(0.5)
+        during = [threads_of(p) for p in procs_of_uid(uid)]
+        v, _ = s.wait(cid)
+        assert v["state"] == "kept" and v["threads_stopped"] == 1, v
+        assert max(during) == 2, during
+        deadline = time.monotonic() + 5  # the threaded process is killed: gone in a moment
+        while max(threads_of(p) for p in procs_of_uid(uid)) > 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [threads_of(p) for p in procs_of_uid(uid)] == [1] * len(procs_of_uid(uid))
+        assert value(s, "hashlib.__name__") == "'hashlib'"
+
+
+def test_a_non_daemon_thread_is_joined_at_its_cells_end():
+    """As at interpreter exit: the cell ends when its non-daemon threads have, and what they
+    did is in the state; none is left to stop."""
+    with Session(policy="notebook") as s:
+        v = s.run("import threading, time\ndone = []\n"
+                  "def slow():\n    time.sleep(0.3)\n    done.append(1)\n"
+                  "threading.Thread(target=slow).start()\n'started'")
+        assert v["status"] == "ok" and v["state"] == "kept", v
+        assert v["usage"]["wall_ms"] >= 250 and "threads_stopped" not in v, v
+        assert value(s, "(done, threading.active_count())") == "([1], 1)"
+
+
+needs_scientific = pytest.mark.skipif(
+    subprocess.run(["/usr/bin/python3", "-c", "import numpy, matplotlib"],
+                   capture_output=True).returncode != 0,
+    reason="Debian's python3-numpy/matplotlib are not installed (tools/install-deps)")
+
+
+@needs_scientific
+@needs_rlimit_as
+def test_a_scientific_session_keeps_numpy_state_through_a_plot_and_a_memory_kill():
+    """policies/scientific.json as a session: a numpy array made in one cell is used in the
+    next; a matplotlib figure open at a cell's end comes back as image/png in its display; a
+    cell that writes over the array and then runs past the session's memory is rolled back,
+    and the array is as it was before that cell."""
+    with Session("--memory", "768M", policy="scientific") as s:
+        v = s.run("import numpy as np\na = np.arange(1_000_000, dtype=np.float64)\n"
+                  "int(a.sum())")
+        assert v["state"] == "kept", v
+        assert v["result"]["data"]["text/plain"] == str(sum(range(1_000_000)))
+        assert value(s, "b = a * 2\nfloat(b[-1])") == "1999998.0"
+        v = s.run("import matplotlib.pyplot as plt\nplt.plot(a[:100], b[:100])\n"
+                  "plt.title('b = 2a')\nNone")
+        assert v["status"] == "ok" and v["state"] == "kept", v
+        pngs = [d["data"]["image/png"] for d in v["display"] if "image/png" in d["data"]]
+        assert len(pngs) == 1, v["display"]
+        assert base64.b64decode(pngs[0])[:8] == b"\x89PNG\r\n\x1a\n"
+        v = s.run("a[:] = -1\nhog = []\nwhile True:\n    hog.append(np.ones(1 << 24))\n")
+        assert v["status"] == "memory_limit" and v["state"] == "rolled_back", v
+        assert "memory" in v["state_reason"], v
+        assert value(s, "(int(a.sum()), float(b[-1]), 'hog' in globals())") == \
+            "(%d, 1999998.0, False)" % sum(range(1_000_000))
