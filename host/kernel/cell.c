@@ -376,6 +376,24 @@ static char *request_limits(const struct ps_kmsg *m)
 	return text;
 }
 
+/* The engine's own account of the cell, in the trace: its wall time, of it the fork (setup)
+ * and the run. */
+static void trace_usage(const cJSON *v)
+{
+	const cJSON *u = cJSON_GetObjectItemCaseSensitive(v, "usage");
+	const char *names[] = { "wall_ms", "setup_ms", "run_ms" };
+	char detail[96];
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const cJSON *f = cJSON_GetObjectItemCaseSensitive(u, names[i]);
+
+		n += snprintf(detail + n, sizeof(detail) - (size_t)n, "%s%s=%.3f", i ? " " : "",
+			      names[i], cJSON_IsNumber(f) ? f->valuedouble : -1.0);
+	}
+	ps_ktrace("usage", detail);
+}
+
 /* The session ended with this cell: the error says so, and a fresh session takes the next. */
 static cJSON *renew(struct cell *x, const char *why)
 {
@@ -412,7 +430,9 @@ static cJSON *run(struct cell *x, const char *code)
 	if (atomic_load(&k->stopping))	/* shut down before it began: it never runs */
 		return fail(x, "KernelShutdown", "the kernel is shutting down");
 	limits = request_limits(x->m);
+	ps_ktrace("engine", "exec");
 	verdict = ps_session_exec(s, code, strlen(code), limits, &cb, err, sizeof(err));
+	ps_ktrace("engine", "verdict");
 	free(limits);
 	flush_streams(x);
 	if (!verdict && ps_session_ended(s))
@@ -423,6 +443,7 @@ static cJSON *run(struct cell *x, const char *code)
 	free(verdict);
 	if (!v)
 		return fail(x, "InternalError", "the session's verdict is not JSON");
+	trace_usage(v);
 	e = publish_verdict(x, v);
 	cJSON_Delete(v);
 	return e;

@@ -268,6 +268,7 @@ static int setup(struct ps_kernel *k)
 {
 	char err[160];
 
+	ps_ktrace_open();
 	/* The sockets first, before libcrypto loads its configuration: see ps_kernel_run. */
 	k->ctx = zmq_ctx_new();
 	if (!k->ctx) {

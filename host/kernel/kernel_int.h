@@ -106,6 +106,11 @@ struct ps_kutf8 {
 };
 char *ps_kutf8_take(struct ps_kutf8 *u, const char *data, size_t len, bool final);
 
+/* The timing trace of PYSNIP_KERNEL_TRACE (channel.c): open once at start; a line per event
+ * (what and an optional detail), nothing when tracing is off. Thread-safe. */
+void ps_ktrace_open(void);
+void ps_ktrace(const char *what, const char *detail);
+
 /* Log a line on stderr, "pysnip-kernel: ..." */
 void ps_klog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
