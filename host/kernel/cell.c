@@ -19,6 +19,7 @@ struct cell {
 	bool silent, allow_stdin;
 	struct ps_kutf8 out, err;
 	size_t ndisplay;		/* bundles already published by the display callback */
+	char *result_text;		/* the result's text/plain, for the history */
 	struct ps_krecv *stdin_store;
 };
 
@@ -350,6 +351,10 @@ static cJSON *publish_verdict(struct cell *x, const cJSON *v)
 
 	for (int i = (int)x->ndisplay; i < n; i++)
 		publish_display(x, cJSON_GetArrayItem(disp, i));
+	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(res, "data"), "text/plain")))
+		x->result_text = strdup(cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(res, "data"), "text/plain")->valuestring);
 	c = cJSON_IsObject(res) && !x->silent ? bundle_content(res) : NULL;
 	if (c) {
 		cJSON_AddNumberToObject(c, "execution_count", x->ch->k->execution_count);
@@ -455,6 +460,7 @@ void ps_kh_execute(struct ps_kchan *ch, const struct ps_kmsg *m)
 	struct cell x = { .ch = ch, .m = m };
 	struct ps_kernel *k = ch->k;
 	cJSON *c, *err;
+	bool stored;
 
 	x.silent = flag(m->body, "silent", false);
 	x.allow_stdin = flag(m->body, "allow_stdin", true);
@@ -462,7 +468,8 @@ void ps_kh_execute(struct ps_kchan *ch, const struct ps_kmsg *m)
 		err = fail(&x, "ProtocolError", "execute_request without a code string");
 		goto done;
 	}
-	if (!x.silent && flag(m->body, "store_history", true))
+	stored = !x.silent && flag(m->body, "store_history", true);
+	if (stored)
 		k->execution_count++;
 	/* Busy from here, before execute_input tells the client the cell runs: an interrupt or a
 	 * shutdown that follows execute_input finds it (kernel.c repeats both while busy). */
@@ -477,10 +484,13 @@ void ps_kh_execute(struct ps_kchan *ch, const struct ps_kmsg *m)
 	}
 	err = run(&x, code->valuestring);
 	atomic_store(&k->busy, false);
+	if (stored)
+		ps_khistory_add(&k->history, k->execution_count, code->valuestring, x.result_text);
 done:
 	reply(&x, err);
 	if (err && flag(m->body, "stop_on_error", true))
 		k->aborting = true;	/* the cells queued behind this one are aborted */
 	cJSON_Delete(err);
+	free(x.result_text);
 	ps_krecv_free(x.stdin_store);
 }

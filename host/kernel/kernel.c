@@ -302,6 +302,7 @@ static void teardown(struct ps_kernel *k)
 	ps_ksigner_free(&k->control.signer);
 	ps_kreplay_free(&k->replay);
 	ps_kconn_free(&k->conn);
+	ps_khistory_free(k->history);
 	pthread_mutex_destroy(&k->iopub_lock);
 }
 

@@ -52,6 +52,7 @@ struct ps_kernel {
 	int execution_count;
 	bool aborting;			/* after an error with stop_on_error: queued cells abort */
 	struct ps_kengine *engine;	/* the session behind the cells (engine.c) */
+	struct ps_khistory *history;	/* the cells run, for history_request (history.c) */
 };
 
 /* Send a message on ch's socket to ids (a reply), or on iopub (ids NULL) with the topic
@@ -105,6 +106,13 @@ struct ps_kutf8 {
 	size_t carry_len;
 };
 char *ps_kutf8_take(struct ps_kutf8 *u, const char *data, size_t len, bool final);
+
+/* The cells run with store_history (history.c), for history_request; shell thread only.
+ * add: *h is made on first use; output NULL when the cell had no result. */
+struct ps_khistory;
+void ps_khistory_add(struct ps_khistory **h, int line, const char *input, const char *output);
+void ps_khistory_free(struct ps_khistory *h);
+struct cJSON *ps_khistory_reply(const struct ps_khistory *h, const struct cJSON *body);
 
 /* The timing trace of PYSNIP_KERNEL_TRACE (channel.c): open once at start; a line per event
  * (what and an optional detail), nothing when tracing is off. Thread-safe. */

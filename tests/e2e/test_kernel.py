@@ -153,16 +153,12 @@ def test_kernel_info_on_control(kernel):
     assert reply["content"]["status"] == "ok"
 
 
-def test_comm_info_and_history(kernel):
+def test_comm_info(kernel):
     km, kc = kernel
     msg_id = kc.comm_info()
     r = kc.get_shell_msg(timeout=10)
     assert r["parent_header"]["msg_id"] == msg_id
     assert r["content"] == {"status": "ok", "comms": {}}
-    msg_id = kc.history(hist_access_type="tail", n=10)
-    r = kc.get_shell_msg(timeout=10)
-    assert r["msg_type"] == "history_reply" and r["content"]["status"] == "ok"
-    assert r["content"]["history"] == []
 
 
 def test_heartbeat(kernel):
@@ -425,6 +421,68 @@ def test_execute_iopub_order_and_reply_before_idle(kernel):
     assert outputs(msgs, "execute_input")[0]["execution_count"] == ec
     assert outputs(msgs, "execute_result")[0]["execution_count"] == ec
     assert reply["header"]["date"] <= msgs[-1]["header"]["date"]	# the reply before idle
+
+
+def history(kc, **args):
+    msg_id = kc.history(**args)
+    while True:
+        r = kc.get_shell_msg(timeout=10)
+        if r["parent_header"].get("msg_id") == msg_id:
+            assert r["msg_type"] == "history_reply"
+            return r["content"]
+
+
+def test_history_holds_the_cells_run(kernel):
+    """tail, range and search over the cells this kernel ran (store_history), numbered by
+    their execution_count; a silent cell and one with store_history false are not kept."""
+    km, kc = kernel
+    r1, _ = execute(kc, "hist_a = 20")
+    r2, _ = execute(kc, "hist_a + 1")
+    execute(kc, "hist_a + 100", silent=True)
+    execute(kc, "hist_a + 1000", store_history=False)
+    l1, l2 = r1["content"]["execution_count"], r2["content"]["execution_count"]
+    tail = history(kc, hist_access_type="tail", n=2, output=False, raw=True)
+    assert tail == {"status": "ok", "history": [[1, l1, "hist_a = 20"], [1, l2, "hist_a + 1"]]}
+    tail = history(kc, hist_access_type="tail", n=2, output=True, raw=True)
+    assert tail["history"] == [[1, l1, ["hist_a = 20", None]], [1, l2, ["hist_a + 1", "21"]]]
+    for session in (0, 1):	# 0: the current session, as IPython numbers them
+        rng = history(kc, hist_access_type="range", session=session, start=l2, stop=l2 + 1,
+                      output=False, raw=True)
+        assert rng["history"] == [[1, l2, "hist_a + 1"]]
+    assert history(kc, hist_access_type="range", session=-1, start=1, stop=0)["history"] == []
+    found = history(kc, hist_access_type="search", pattern="hist_a*", output=False, raw=True)
+    assert [h[2] for h in found["history"]] == ["hist_a = 20", "hist_a + 1"]
+    assert history(kc, hist_access_type="search", pattern="hist_a", raw=True)["history"] == []
+    execute(kc, "hist_a + 1")
+    again = history(kc, hist_access_type="search", pattern="hist_a + ?", unique=True, raw=True)
+    assert [h[2] for h in again["history"]] == ["hist_a + 1"]
+    assert again["history"][0][1] > l2	# the latest of the two
+    last = history(kc, hist_access_type="search", pattern="hist_a*", n=1, raw=True)
+    assert [h[2] for h in last["history"]] == ["hist_a + 1"]
+
+
+@pytest.mark.parametrize("args,why", [
+    ({"hist_access_type": "everything"}, "hist_access_type must be"),
+    ({}, "hist_access_type must be"),
+    ({"hist_access_type": "tail", "n": "ten"}, "n must be a whole number"),
+    ({"hist_access_type": "tail", "n": -3}, "n must not be negative"),
+    ({"hist_access_type": "tail", "n": 2.5}, "n must be a whole number"),
+    ({"hist_access_type": "range", "start": 1e300}, "start must be a whole number"),
+    ({"hist_access_type": "range", "session": [1]}, "session must be a whole number"),
+    ({"hist_access_type": "search", "pattern": 5}, "pattern must be a string"),
+    ({"hist_access_type": "tail", "output": "yes"}, "output must be true or false"),
+    ({"hist_access_type": "search", "unique": 1}, "unique must be true or false"),
+])
+def test_history_bad_arguments_are_an_error_reply(kernel, args, why):
+    km, kc = kernel
+    msg = kc.session.msg("history_request", args)
+    kc.shell_channel.send(msg)
+    r = kc.get_shell_msg(timeout=10)
+    assert r["parent_header"]["msg_id"] == msg["header"]["msg_id"]
+    assert r["content"]["status"] == "error", r["content"]
+    assert why in r["content"]["evalue"]
+    assert r["content"]["history"] == []
+    still_serving(kc)
 
 
 def test_state_persists_and_count_grows(kernel):

@@ -41,6 +41,8 @@ class PysnipKernelTests(jkt.KernelTests):
          "mime": "text/html"},
     ]
     code_inspect_sample = "zip"
+    code_history_pattern = "6?7"
+    supported_history_operations = ("tail", "range", "search")
 
     # The suite's tests of what this kernel does not offer, skipped saying why (the suite's own
     # skip has no reason).
@@ -49,9 +51,6 @@ class PysnipKernelTests(jkt.KernelTests):
 
     def test_clear_output(self):
         raise unittest.SkipTest("pysnip kernel: the session engine has no clear_output")
-
-    def test_history(self):
-        raise unittest.SkipTest("pysnip kernel: history is kept by no one (replies are empty)")
 
     @classmethod
     def setUpClass(cls):
