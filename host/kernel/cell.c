@@ -96,15 +96,35 @@ static void publish_display(struct cell *x, const cJSON *bundle)
 	publish_json(x, "display_data", c);
 }
 
+/* clear_output(wait) in the cell (pyshim/cell.py): a frame {"clear_output": {"wait": b}}
+ * among the display ones, not one of the verdict's bundles. */
+static bool publish_clear(struct cell *x, const cJSON *b)
+{
+	const cJSON *clear = cJSON_GetObjectItemCaseSensitive(b, "clear_output");
+	cJSON *c;
+
+	if (!cJSON_IsObject(clear) || cJSON_GetObjectItemCaseSensitive(b, "data"))
+		return false;
+	if (!x->silent) {
+		c = cJSON_CreateObject();
+		cJSON_AddBoolToObject(c, "wait", cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(clear, "wait")));
+		publish_json(x, "clear_output", c);
+	}
+	return true;
+}
+
 static void on_display(void *ctx, const char *bundle_json)
 {
 	struct cell *x = ctx;
 	cJSON *b = cJSON_Parse(bundle_json);
 
 	flush_streams(x);	/* what the cell printed before display() shows before it */
-	publish_display(x, b);
+	if (!publish_clear(x, b)) {
+		publish_display(x, b);
+		x->ndisplay++;
+	}
 	cJSON_Delete(b);
-	x->ndisplay++;
 }
 
 /* ---------------------------------------------------------------- input() */

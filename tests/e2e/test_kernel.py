@@ -857,6 +857,25 @@ def test_display_bundles_reach_iopub_in_order(kernel):
     assert shown[1]["data"]["text/plain"] == "'second'"
 
 
+def test_clear_output_goes_out_in_order(kernel):
+    """clear_output(wait=...) in a cell is an iopub clear_output in its place among the
+    cell's displays and after what it printed before; it is none of the verdict's bundles
+    (the displays after it are published once each)."""
+    km, kc = kernel
+    code = ("print('before')\nclear_output(wait=True)\ndisplay('one')\nclear_output()\n"
+            "display('two')\n'result'")
+    reply, msgs = execute(kc, code)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    kinds = [m["msg_type"] for m in msgs if m["msg_type"] not in ("status", "execute_input")]
+    assert kinds == ["stream", "clear_output", "display_data", "clear_output", "display_data",
+                     "execute_result"], kinds
+    assert [c["wait"] for c in outputs(msgs, "clear_output")] == [True, False]
+    assert [d["data"]["text/plain"] for d in outputs(msgs, "display_data")] == ["'one'", "'two'"]
+    reply, msgs = execute(kc, "clear_output()", silent=True)
+    assert reply["content"]["status"] == "ok"
+    assert outputs(msgs, "clear_output") == []	# silent: nothing published
+
+
 def test_sigterm_ends_kernel_and_session():
     from jupyter_client import KernelManager
     from kernelkit import jupyter_path, KERNEL_NAME

@@ -41,6 +41,7 @@ class PysnipKernelTests(jkt.KernelTests):
          "mime": "text/html"},
     ]
     code_inspect_sample = "zip"
+    code_clear_output = "clear_output()"
     code_history_pattern = "6?7"
     supported_history_operations = ("tail", "range", "search")
 
@@ -48,9 +49,6 @@ class PysnipKernelTests(jkt.KernelTests):
     # skip has no reason).
     def test_pager(self):
         raise unittest.SkipTest("pysnip kernel: no pager payloads (cells are plain Python)")
-
-    def test_clear_output(self):
-        raise unittest.SkipTest("pysnip kernel: the session engine has no clear_output")
 
     @classmethod
     def setUpClass(cls):
