@@ -321,7 +321,7 @@ static cJSON *verdict_error(const cJSON *v)
 	return err;
 }
 
-static void reply(struct cell *x, cJSON *err)
+static void reply(struct cell *x, cJSON *err, cJSON *user_expressions)
 {
 	cJSON *c = cJSON_CreateObject();
 
@@ -335,7 +335,8 @@ static void reply(struct cell *x, cJSON *err)
 		cJSON_AddItemToObject(c, "traceback",
 				      cJSON_Duplicate(cJSON_GetObjectItem(err, "traceback"), 1));
 	}
-	cJSON_AddItemToObject(c, "user_expressions", cJSON_CreateObject());
+	cJSON_AddItemToObject(c, "user_expressions",
+			      user_expressions ? user_expressions : cJSON_CreateObject());
 	cJSON_AddItemToObject(c, "payload", cJSON_CreateArray());
 	ps_kchan_reply(x->ch, x->m, "execute_reply", c);
 }
@@ -474,18 +475,47 @@ static cJSON *run(struct cell *x, const char *code)
 	return e;
 }
 
+/* After a cell that ended ok: its request's user_expressions, in its state (user_expr.c). */
+static cJSON *user_expressions(struct cell *x, const cJSON *ue)
+{
+	char *limits;
+	cJSON *out;
+
+	if (!cJSON_IsObject(ue) || !ue->child)
+		return NULL;
+	limits = request_limits(x->m);
+	out = ps_kuser_expressions(x->ch->k, ue, limits);
+	free(limits);
+	return out;
+}
+
+/* What is wrong with an execute_request's content, before anything runs, or NULL. */
+static const char *bad_request(const cJSON *body)
+{
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(body, "code");
+	const cJSON *ue = cJSON_GetObjectItemCaseSensitive(body, "user_expressions");
+
+	if (!cJSON_IsString(code))
+		return "execute_request without a code string";
+	if (ue && !cJSON_IsNull(ue) && !cJSON_IsObject(ue))
+		return "execute_request: user_expressions must be an object of name: expression "
+		       "(the cell was not run)";
+	return NULL;
+}
+
 void ps_kh_execute(struct ps_kchan *ch, const struct ps_kmsg *m)
 {
 	const cJSON *code = cJSON_GetObjectItemCaseSensitive(m->body, "code");
 	struct cell x = { .ch = ch, .m = m };
 	struct ps_kernel *k = ch->k;
-	cJSON *c, *err;
+	cJSON *c, *err, *ue = NULL;
+	const char *bad = bad_request(m->body);
 	bool stored;
 
 	x.silent = flag(m->body, "silent", false);
 	x.allow_stdin = flag(m->body, "allow_stdin", true);
-	if (!cJSON_IsString(code)) {
-		err = fail(&x, "ProtocolError", "execute_request without a code string");
+	if (bad) {
+		err = fail(&x, "ProtocolError", bad);
 		goto done;
 	}
 	stored = !x.silent && flag(m->body, "store_history", true);
@@ -503,11 +533,14 @@ void ps_kh_execute(struct ps_kchan *ch, const struct ps_kmsg *m)
 		publish_json(&x, "execute_input", c);
 	}
 	err = run(&x, code->valuestring);
+	if (!err)	/* as ipykernel: evaluated only after a cell that ended ok */
+		ue = user_expressions(&x, cJSON_GetObjectItemCaseSensitive(m->body,
+									  "user_expressions"));
 	atomic_store(&k->busy, false);
 	if (stored)
 		ps_khistory_add(&k->history, k->execution_count, code->valuestring, x.result_text);
 done:
-	reply(&x, err);
+	reply(&x, err, ue);
 	if (err && flag(m->body, "stop_on_error", true))
 		k->aborting = true;	/* the cells queued behind this one are aborted */
 	cJSON_Delete(err);

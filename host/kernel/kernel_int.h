@@ -107,6 +107,12 @@ struct ps_kutf8 {
 };
 char *ps_kutf8_take(struct ps_kutf8 *u, const char *data, size_t len, bool final);
 
+/* An execute_request's user_expressions (an object of name: expression), evaluated in the
+ * state after the cell (user_expr.c): the reply's user_expressions object. limits: the
+ * cell's, as JSON text or NULL. Shell thread. */
+struct cJSON *ps_kuser_expressions(struct ps_kernel *k, const struct cJSON *exprs,
+				   const char *limits);
+
 /* The cells run with store_history (history.c), for history_request; shell thread only.
  * add: *h is made on first use; output NULL when the cell had no result. */
 struct ps_khistory;

@@ -485,6 +485,52 @@ def test_history_bad_arguments_are_an_error_reply(kernel, args, why):
     still_serving(kc)
 
 
+def test_user_expressions_are_evaluated_after_the_cell(kernel):
+    """Each is evaluated in the state the cell left, as a MIME bundle or an error dict as
+    ipykernel gives them; the cell's own outputs are as without them."""
+    km, kc = kernel
+    ue = {"plus": "ue_x + 1", "html": "type('H', (), {'_repr_html_': lambda s: '<b>h</b>'})()",
+          "bad": "1 / 0", "missing": "ue_nowhere", "notstr": 5}
+    reply, msgs = execute(kc, "ue_x = 41\nprint('cell')", user_expressions=ue)
+    c = reply["content"]
+    assert c["status"] == "ok", c
+    got = c["user_expressions"]
+    assert set(got) == set(ue)
+    assert got["plus"] == {"status": "ok", "data": {"text/plain": "42"}, "metadata": {}}
+    assert got["html"]["status"] == "ok" and got["html"]["data"]["text/html"] == "<b>h</b>"
+    assert got["bad"]["status"] == "error" and got["bad"]["ename"] == "ZeroDivisionError"
+    assert got["bad"]["traceback"] and "division by zero" in got["bad"]["evalue"]
+    assert got["missing"]["ename"] == "NameError"
+    assert got["notstr"]["ename"] == "TypeError" and "not a string" in got["notstr"]["evalue"]
+    # nothing of the evaluation is published: the cell's outputs only
+    kinds = [m["msg_type"] for m in msgs if m["msg_type"] not in ("status", "execute_input")]
+    assert kinds == ["stream"], kinds
+    # the evaluator left nothing in the state, and the cell's state is there
+    reply, msgs = execute(kc, "sorted(n for n in globals() if 'pysnip' in n), ue_x")
+    assert result_text(msgs) == "([], 41)"
+
+
+def test_user_expressions_not_evaluated_after_an_error(kernel):
+    km, kc = kernel
+    reply, _ = execute(kc, "raise ValueError('no')", user_expressions={"a": "1"},
+                       stop_on_error=False)
+    assert reply["content"]["status"] == "error"
+    assert reply["content"].get("user_expressions", {}) == {}
+
+
+@pytest.mark.parametrize("ue", [5, "1+1", ["1+1"], True])
+def test_user_expressions_of_a_wrong_type_are_refused(kernel, ue):
+    """Not an object: an error reply naming user_expressions; the cell did not run."""
+    km, kc = kernel
+    reply, msgs = execute(kc, "ue_ran = True", user_expressions=ue, stop_on_error=False)
+    c = reply["content"]
+    assert c["status"] == "error" and c["ename"] == "ProtocolError", c
+    assert "user_expressions must be an object" in c["evalue"]
+    reply, msgs = execute(kc, "'ue_ran' in globals()")
+    assert result_text(msgs) == "False"
+    still_serving(kc)
+
+
 def test_state_persists_and_count_grows(kernel):
     km, kc = kernel
     r1, _ = execute(kc, "kept_value = 41")
