@@ -321,7 +321,7 @@ static cJSON *verdict_error(const cJSON *v)
 	return err;
 }
 
-static void reply(struct cell *x, cJSON *err, cJSON *user_expressions)
+static void reply(struct cell *x, cJSON *err, cJSON *user_expressions, cJSON *payload)
 {
 	cJSON *c = cJSON_CreateObject();
 
@@ -337,7 +337,7 @@ static void reply(struct cell *x, cJSON *err, cJSON *user_expressions)
 	}
 	cJSON_AddItemToObject(c, "user_expressions",
 			      user_expressions ? user_expressions : cJSON_CreateObject());
-	cJSON_AddItemToObject(c, "payload", cJSON_CreateArray());
+	cJSON_AddItemToObject(c, "payload", payload ? payload : cJSON_CreateArray());
 	ps_kchan_reply(x->ch, x->m, "execute_reply", c);
 }
 
@@ -475,6 +475,23 @@ static cJSON *run(struct cell *x, const char *code)
 	return e;
 }
 
+/* `name?`: its inspection as a page payload; a name the state lacks is said on stdout, as
+ * IPython does, and the cell is ok. */
+static cJSON *page(struct cell *x, const char *name, cJSON **payload)
+{
+	char err[300];
+
+	*payload = ps_kpage(x->ch->k, name, err, sizeof(err));
+	if (*payload)
+		return NULL;
+	if (!strncmp(err, "Object `", 8)) {
+		strncat(err, "\n", sizeof(err) - strlen(err) - 1);
+		publish_stream(x, "stdout", err);
+		return NULL;
+	}
+	return fail(x, "InspectError", err);
+}
+
 /* After a cell that ended ok: its request's user_expressions, in its state (user_expr.c). */
 static cJSON *user_expressions(struct cell *x, const cJSON *ue)
 {
@@ -508,8 +525,9 @@ void ps_kh_execute(struct ps_kchan *ch, const struct ps_kmsg *m)
 	const cJSON *code = cJSON_GetObjectItemCaseSensitive(m->body, "code");
 	struct cell x = { .ch = ch, .m = m };
 	struct ps_kernel *k = ch->k;
-	cJSON *c, *err, *ue = NULL;
+	cJSON *c, *err, *ue = NULL, *payload = NULL;
 	const char *bad = bad_request(m->body);
+	char name[256];
 	bool stored;
 
 	x.silent = flag(m->body, "silent", false);
@@ -532,7 +550,10 @@ void ps_kh_execute(struct ps_kchan *ch, const struct ps_kmsg *m)
 		cJSON_AddNumberToObject(c, "execution_count", k->execution_count);
 		publish_json(&x, "execute_input", c);
 	}
-	err = run(&x, code->valuestring);
+	if (ps_kpage_name(code->valuestring, name, sizeof(name)))
+		err = page(&x, name, &payload);
+	else
+		err = run(&x, code->valuestring);
 	if (!err)	/* as ipykernel: evaluated only after a cell that ended ok */
 		ue = user_expressions(&x, cJSON_GetObjectItemCaseSensitive(m->body,
 									  "user_expressions"));
@@ -540,7 +561,7 @@ void ps_kh_execute(struct ps_kchan *ch, const struct ps_kmsg *m)
 	if (stored)
 		ps_khistory_add(&k->history, k->execution_count, code->valuestring, x.result_text);
 done:
-	reply(&x, err, ue);
+	reply(&x, err, ue, payload);
 	if (err && flag(m->body, "stop_on_error", true))
 		k->aborting = true;	/* the cells queued behind this one are aborted */
 	cJSON_Delete(err);

@@ -113,6 +113,12 @@ char *ps_kutf8_take(struct ps_kutf8 *u, const char *data, size_t len, bool final
 struct cJSON *ps_kuser_expressions(struct ps_kernel *k, const struct cJSON *exprs,
 				   const char *limits);
 
+/* IPython's help syntax (pager.c): true when code is `name?`, `name??` or `?name`, with the
+ * name. ps_kpage: the execute_reply's payload for it (a "page" of the inspection), or NULL
+ * with err ("Object `x` not found." when the state has no such name). */
+bool ps_kpage_name(const char *code, char *name, size_t len);
+struct cJSON *ps_kpage(struct ps_kernel *k, const char *name, char *err, size_t errlen);
+
 /* The cells run with store_history (history.c), for history_request; shell thread only.
  * add: *h is made on first use; output NULL when the cell had no result. */
 struct ps_khistory;

@@ -531,6 +531,25 @@ def test_user_expressions_of_a_wrong_type_are_refused(kernel, ue):
     still_serving(kc)
 
 
+def test_help_syntax_pages_the_inspection(kernel):
+    """`name?`, `name??` and `?name` (IPython's help syntax) are not run: the name is inspected
+    on the live state and comes back as a "page" payload, no execute_result."""
+    km, kc = kernel
+    execute(kc, "class PageMe:\n    'Docs of PageMe.'\npage_obj = PageMe()")
+    for code in ("page_obj?", "  PageMe??\n", "?page_obj"):
+        reply, msgs = execute(kc, code)
+        c = reply["content"]
+        assert c["status"] == "ok", c
+        assert len(c["payload"]) == 1 and c["payload"][0]["source"] == "page", c
+        assert "Docs of PageMe." in c["payload"][0]["data"]["text/plain"]
+        assert outputs(msgs, "execute_result") == []
+    reply, msgs = execute(kc, "page_nowhere?")
+    assert reply["content"]["status"] == "ok" and reply["content"]["payload"] == []
+    assert [s["text"] for s in outputs(msgs, "stream")] == ["Object `page_nowhere` not found.\n"]
+    reply, msgs = execute(kc, "page_obj?.x", stop_on_error=False)	# not the help shape: Python
+    assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "SyntaxError"
+
+
 def test_state_persists_and_count_grows(kernel):
     km, kc = kernel
     r1, _ = execute(kc, "kept_value = 41")

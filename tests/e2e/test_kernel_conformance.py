@@ -42,13 +42,9 @@ class PysnipKernelTests(jkt.KernelTests):
     ]
     code_inspect_sample = "zip"
     code_clear_output = "clear_output()"
+    code_page_something = "zip?"
     code_history_pattern = "6?7"
     supported_history_operations = ("tail", "range", "search")
-
-    # The suite's tests of what this kernel does not offer, skipped saying why (the suite's own
-    # skip has no reason).
-    def test_pager(self):
-        raise unittest.SkipTest("pysnip kernel: no pager payloads (cells are plain Python)")
 
     @classmethod
     def setUpClass(cls):
