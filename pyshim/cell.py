@@ -92,6 +92,16 @@ def display(*objs, **kwargs):
             _output(_result_bundle(obj))
 
 
+def clear_output(wait=False):
+    """IPython.display.clear_output() in a cell: the front end clears the cell's output, at
+    once or (wait=True) when the next output comes. It goes out in order with the streams and
+    displays, as a display frame of its own shape, {"clear_output": {"wait": bool}} (no
+    "data"; the kernel publishes it as clear_output), and is not one of the verdict's
+    "display" bundles."""
+    _flush()
+    _display_out(_json({"clear_output": {"wait": bool(wait)}}).encode("utf-8"))
+
+
 def _cell_input(prompt=""):
     """builtins.input in a session: the line comes from the session's front (Jupyter's
     input_request), never from the holder's channels."""
@@ -115,6 +125,7 @@ def cell_setup(input_line, display_out, main):
     # a cell's display() streams to the front (display.py's collects for a one-shot verdict);
     # its formatting is display.py's, taken now, before any cell could replace it
     builtins.display = display
+    builtins.clear_output = clear_output
     disp = globals().get("_display")
     _cell["bundle"] = disp.get("bundle") if isinstance(disp, dict) else None
     cell_compile(memoryview(b"pass\n"))

@@ -19,6 +19,7 @@ struct cell {
 	bool silent, allow_stdin;
 	struct ps_kutf8 out, err;
 	size_t ndisplay;		/* bundles already published by the display callback */
+	char *result_text;		/* the result's text/plain, for the history */
 	struct ps_krecv *stdin_store;
 };
 
@@ -95,15 +96,35 @@ static void publish_display(struct cell *x, const cJSON *bundle)
 	publish_json(x, "display_data", c);
 }
 
+/* clear_output(wait) in the cell (pyshim/cell.py): a frame {"clear_output": {"wait": b}}
+ * among the display ones, not one of the verdict's bundles. */
+static bool publish_clear(struct cell *x, const cJSON *b)
+{
+	const cJSON *clear = cJSON_GetObjectItemCaseSensitive(b, "clear_output");
+	cJSON *c;
+
+	if (!cJSON_IsObject(clear) || cJSON_GetObjectItemCaseSensitive(b, "data"))
+		return false;
+	if (!x->silent) {
+		c = cJSON_CreateObject();
+		cJSON_AddBoolToObject(c, "wait", cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(clear, "wait")));
+		publish_json(x, "clear_output", c);
+	}
+	return true;
+}
+
 static void on_display(void *ctx, const char *bundle_json)
 {
 	struct cell *x = ctx;
 	cJSON *b = cJSON_Parse(bundle_json);
 
 	flush_streams(x);	/* what the cell printed before display() shows before it */
-	publish_display(x, b);
+	if (!publish_clear(x, b)) {
+		publish_display(x, b);
+		x->ndisplay++;
+	}
 	cJSON_Delete(b);
-	x->ndisplay++;
 }
 
 /* ---------------------------------------------------------------- input() */
@@ -300,7 +321,7 @@ static cJSON *verdict_error(const cJSON *v)
 	return err;
 }
 
-static void reply(struct cell *x, cJSON *err)
+static void reply(struct cell *x, cJSON *err, cJSON *user_expressions, cJSON *payload)
 {
 	cJSON *c = cJSON_CreateObject();
 
@@ -314,8 +335,9 @@ static void reply(struct cell *x, cJSON *err)
 		cJSON_AddItemToObject(c, "traceback",
 				      cJSON_Duplicate(cJSON_GetObjectItem(err, "traceback"), 1));
 	}
-	cJSON_AddItemToObject(c, "user_expressions", cJSON_CreateObject());
-	cJSON_AddItemToObject(c, "payload", cJSON_CreateArray());
+	cJSON_AddItemToObject(c, "user_expressions",
+			      user_expressions ? user_expressions : cJSON_CreateObject());
+	cJSON_AddItemToObject(c, "payload", payload ? payload : cJSON_CreateArray());
 	ps_kchan_reply(x->ch, x->m, "execute_reply", c);
 }
 
@@ -350,6 +372,10 @@ static cJSON *publish_verdict(struct cell *x, const cJSON *v)
 
 	for (int i = (int)x->ndisplay; i < n; i++)
 		publish_display(x, cJSON_GetArrayItem(disp, i));
+	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(res, "data"), "text/plain")))
+		x->result_text = strdup(cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(res, "data"), "text/plain")->valuestring);
 	c = cJSON_IsObject(res) && !x->silent ? bundle_content(res) : NULL;
 	if (c) {
 		cJSON_AddNumberToObject(c, "execution_count", x->ch->k->execution_count);
@@ -374,6 +400,24 @@ static char *request_limits(const struct ps_kmsg *m)
 	cJSON_Delete(j);
 	free(meta);
 	return text;
+}
+
+/* The engine's own account of the cell, in the trace: its wall time, of it the fork (setup)
+ * and the run. */
+static void trace_usage(const cJSON *v)
+{
+	const cJSON *u = cJSON_GetObjectItemCaseSensitive(v, "usage");
+	const char *names[] = { "wall_ms", "setup_ms", "run_ms" };
+	char detail[96];
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const cJSON *f = cJSON_GetObjectItemCaseSensitive(u, names[i]);
+
+		n += snprintf(detail + n, sizeof(detail) - (size_t)n, "%s%s=%.3f", i ? " " : "",
+			      names[i], cJSON_IsNumber(f) ? f->valuedouble : -1.0);
+	}
+	ps_ktrace("usage", detail);
 }
 
 /* The session ended with this cell: the error says so, and a fresh session takes the next. */
@@ -412,7 +456,9 @@ static cJSON *run(struct cell *x, const char *code)
 	if (atomic_load(&k->stopping))	/* shut down before it began: it never runs */
 		return fail(x, "KernelShutdown", "the kernel is shutting down");
 	limits = request_limits(x->m);
+	ps_ktrace("engine", "exec");
 	verdict = ps_session_exec(s, code, strlen(code), limits, &cb, err, sizeof(err));
+	ps_ktrace("engine", "verdict");
 	free(limits);
 	flush_streams(x);
 	if (!verdict && ps_session_ended(s))
@@ -423,9 +469,55 @@ static cJSON *run(struct cell *x, const char *code)
 	free(verdict);
 	if (!v)
 		return fail(x, "InternalError", "the session's verdict is not JSON");
+	trace_usage(v);
 	e = publish_verdict(x, v);
 	cJSON_Delete(v);
 	return e;
+}
+
+/* `name?`: its inspection as a page payload; a name the state lacks is said on stdout, as
+ * IPython does, and the cell is ok. */
+static cJSON *page(struct cell *x, const char *name, cJSON **payload)
+{
+	char err[300];
+
+	*payload = ps_kpage(x->ch->k, name, err, sizeof(err));
+	if (*payload)
+		return NULL;
+	if (!strncmp(err, "Object `", 8)) {
+		strncat(err, "\n", sizeof(err) - strlen(err) - 1);
+		publish_stream(x, "stdout", err);
+		return NULL;
+	}
+	return fail(x, "InspectError", err);
+}
+
+/* After a cell that ended ok: its request's user_expressions, in its state (user_expr.c). */
+static cJSON *user_expressions(struct cell *x, const cJSON *ue)
+{
+	char *limits;
+	cJSON *out;
+
+	if (!cJSON_IsObject(ue) || !ue->child)
+		return NULL;
+	limits = request_limits(x->m);
+	out = ps_kuser_expressions(x->ch->k, ue, limits);
+	free(limits);
+	return out;
+}
+
+/* What is wrong with an execute_request's content, before anything runs, or NULL. */
+static const char *bad_request(const cJSON *body)
+{
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(body, "code");
+	const cJSON *ue = cJSON_GetObjectItemCaseSensitive(body, "user_expressions");
+
+	if (!cJSON_IsString(code))
+		return "execute_request without a code string";
+	if (ue && !cJSON_IsNull(ue) && !cJSON_IsObject(ue))
+		return "execute_request: user_expressions must be an object of name: expression "
+		       "(the cell was not run)";
+	return NULL;
 }
 
 void ps_kh_execute(struct ps_kchan *ch, const struct ps_kmsg *m)
@@ -433,15 +525,19 @@ void ps_kh_execute(struct ps_kchan *ch, const struct ps_kmsg *m)
 	const cJSON *code = cJSON_GetObjectItemCaseSensitive(m->body, "code");
 	struct cell x = { .ch = ch, .m = m };
 	struct ps_kernel *k = ch->k;
-	cJSON *c, *err;
+	cJSON *c, *err, *ue = NULL, *payload = NULL;
+	const char *bad = bad_request(m->body);
+	char name[256];
+	bool stored;
 
 	x.silent = flag(m->body, "silent", false);
 	x.allow_stdin = flag(m->body, "allow_stdin", true);
-	if (!cJSON_IsString(code)) {
-		err = fail(&x, "ProtocolError", "execute_request without a code string");
+	if (bad) {
+		err = fail(&x, "ProtocolError", bad);
 		goto done;
 	}
-	if (!x.silent && flag(m->body, "store_history", true))
+	stored = !x.silent && flag(m->body, "store_history", true);
+	if (stored)
 		k->execution_count++;
 	/* Busy from here, before execute_input tells the client the cell runs: an interrupt or a
 	 * shutdown that follows execute_input finds it (kernel.c repeats both while busy). */
@@ -454,12 +550,21 @@ void ps_kh_execute(struct ps_kchan *ch, const struct ps_kmsg *m)
 		cJSON_AddNumberToObject(c, "execution_count", k->execution_count);
 		publish_json(&x, "execute_input", c);
 	}
-	err = run(&x, code->valuestring);
+	if (ps_kpage_name(code->valuestring, name, sizeof(name)))
+		err = page(&x, name, &payload);
+	else
+		err = run(&x, code->valuestring);
+	if (!err)	/* as ipykernel: evaluated only after a cell that ended ok */
+		ue = user_expressions(&x, cJSON_GetObjectItemCaseSensitive(m->body,
+									  "user_expressions"));
 	atomic_store(&k->busy, false);
+	if (stored)
+		ps_khistory_add(&k->history, k->execution_count, code->valuestring, x.result_text);
 done:
-	reply(&x, err);
+	reply(&x, err, ue, payload);
 	if (err && flag(m->body, "stop_on_error", true))
 		k->aborting = true;	/* the cells queued behind this one are aborted */
 	cJSON_Delete(err);
+	free(x.result_text);
 	ps_krecv_free(x.stdin_store);
 }

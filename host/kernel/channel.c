@@ -1,10 +1,13 @@
 /* Messages on a socket: receive a whole multipart message and parse it (wire.c), build and
  * send signed ones. A channel belongs to one thread; iopub is shared under its lock. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <zmq.h>
 
@@ -15,6 +18,35 @@ struct ps_krecv {
 	struct ps_kframe frames[PS_KWIRE_MAX_FRAMES];
 	size_t n;
 };
+
+/* PYSNIP_KERNEL_TRACE=PATH: a line per message received and sent and per engine call,
+ * "<unix time in us> <what>", to see where a request's time goes
+ * (tests/bench/bench_kernel_trace.py). One write(2) per line: the two threads' lines never mix.
+ * Off (the default), it costs a test of one descriptor. */
+static int trace_fd = -1;
+
+void ps_ktrace_open(void)
+{
+	const char *path = getenv("PYSNIP_KERNEL_TRACE");
+
+	if (path && *path)
+		trace_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+}
+
+void ps_ktrace(const char *what, const char *detail)
+{
+	struct timespec t;
+	char line[256];
+	int n;
+
+	if (trace_fd < 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &t);
+	n = snprintf(line, sizeof(line), "%lld.%06ld %s%s%s\n", (long long)t.tv_sec,
+		     t.tv_nsec / 1000, what, detail ? " " : "", detail ? detail : "");
+	if (n > 0 && write(trace_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line)) < 0)
+		trace_fd = -1;	/* the trace's file went away: stop tracing */
+}
 
 void ps_klog(const char *fmt, ...)
 {
@@ -102,6 +134,7 @@ int ps_kchan_recv(struct ps_kchan *ch, void *sock, struct ps_krecv **store, stru
 		ps_klog("%s: dropped a message: %s", ch->name, err);
 		return -1;
 	}
+	ps_ktrace("recv", m->msg_type);
 	return 0;
 }
 
@@ -153,6 +186,7 @@ int ps_kchan_send(struct ps_kchan *ch, void *sock, const struct ps_kframe *ids, 
 	rc = send_locked(ch, sock, ids, nids, parent, msg_type, content);
 	if (iopub)
 		pthread_mutex_unlock(&ch->k->iopub_lock);
+	ps_ktrace("send", msg_type);
 	if (rc < 0 && errno != ETERM)
 		ps_klog("%s: sending %s: %s", ch->name, msg_type, zmq_strerror(errno));
 	return rc;

@@ -60,13 +60,10 @@ static void kernel_info(struct ps_kchan *ch, const struct ps_kmsg *m)
 	ps_kchan_reply(ch, m, "kernel_info_reply", c);
 }
 
-/* No history is kept (cells are not stored by the kernel): a valid, empty answer. */
+/* The cells this kernel ran, as the front kept them (history.c). */
 static void history(struct ps_kchan *ch, const struct ps_kmsg *m)
 {
-	cJSON *c = ok_content();
-
-	cJSON_AddItemToObject(c, "history", cJSON_CreateArray());
-	ps_kchan_reply(ch, m, "history_reply", c);
+	ps_kchan_reply(ch, m, "history_reply", ps_khistory_reply(ch->k->history, m->body));
 }
 
 /* No comm targets exist: no comm is ever open. */

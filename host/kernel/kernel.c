@@ -268,6 +268,7 @@ static int setup(struct ps_kernel *k)
 {
 	char err[160];
 
+	ps_ktrace_open();
 	/* The sockets first, before libcrypto loads its configuration: see ps_kernel_run. */
 	k->ctx = zmq_ctx_new();
 	if (!k->ctx) {
@@ -301,6 +302,7 @@ static void teardown(struct ps_kernel *k)
 	ps_ksigner_free(&k->control.signer);
 	ps_kreplay_free(&k->replay);
 	ps_kconn_free(&k->conn);
+	ps_khistory_free(k->history);
 	pthread_mutex_destroy(&k->iopub_lock);
 }
 

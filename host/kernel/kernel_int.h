@@ -52,6 +52,7 @@ struct ps_kernel {
 	int execution_count;
 	bool aborting;			/* after an error with stop_on_error: queued cells abort */
 	struct ps_kengine *engine;	/* the session behind the cells (engine.c) */
+	struct ps_khistory *history;	/* the cells run, for history_request (history.c) */
 };
 
 /* Send a message on ch's socket to ids (a reply), or on iopub (ids NULL) with the topic
@@ -105,6 +106,30 @@ struct ps_kutf8 {
 	size_t carry_len;
 };
 char *ps_kutf8_take(struct ps_kutf8 *u, const char *data, size_t len, bool final);
+
+/* An execute_request's user_expressions (an object of name: expression), evaluated in the
+ * state after the cell (user_expr.c): the reply's user_expressions object. limits: the
+ * cell's, as JSON text or NULL. Shell thread. */
+struct cJSON *ps_kuser_expressions(struct ps_kernel *k, const struct cJSON *exprs,
+				   const char *limits);
+
+/* IPython's help syntax (pager.c): true when code is `name?`, `name??` or `?name`, with the
+ * name. ps_kpage: the execute_reply's payload for it (a "page" of the inspection), or NULL
+ * with err ("Object `x` not found." when the state has no such name). */
+bool ps_kpage_name(const char *code, char *name, size_t len);
+struct cJSON *ps_kpage(struct ps_kernel *k, const char *name, char *err, size_t errlen);
+
+/* The cells run with store_history (history.c), for history_request; shell thread only.
+ * add: *h is made on first use; output NULL when the cell had no result. */
+struct ps_khistory;
+void ps_khistory_add(struct ps_khistory **h, int line, const char *input, const char *output);
+void ps_khistory_free(struct ps_khistory *h);
+struct cJSON *ps_khistory_reply(const struct ps_khistory *h, const struct cJSON *body);
+
+/* The timing trace of PYSNIP_KERNEL_TRACE (channel.c): open once at start; a line per event
+ * (what and an optional detail), nothing when tracing is off. Thread-safe. */
+void ps_ktrace_open(void);
+void ps_ktrace(const char *what, const char *detail);
 
 /* Log a line on stderr, "pysnip-kernel: ..." */
 void ps_klog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -153,16 +153,12 @@ def test_kernel_info_on_control(kernel):
     assert reply["content"]["status"] == "ok"
 
 
-def test_comm_info_and_history(kernel):
+def test_comm_info(kernel):
     km, kc = kernel
     msg_id = kc.comm_info()
     r = kc.get_shell_msg(timeout=10)
     assert r["parent_header"]["msg_id"] == msg_id
     assert r["content"] == {"status": "ok", "comms": {}}
-    msg_id = kc.history(hist_access_type="tail", n=10)
-    r = kc.get_shell_msg(timeout=10)
-    assert r["msg_type"] == "history_reply" and r["content"]["status"] == "ok"
-    assert r["content"]["history"] == []
 
 
 def test_heartbeat(kernel):
@@ -425,6 +421,133 @@ def test_execute_iopub_order_and_reply_before_idle(kernel):
     assert outputs(msgs, "execute_input")[0]["execution_count"] == ec
     assert outputs(msgs, "execute_result")[0]["execution_count"] == ec
     assert reply["header"]["date"] <= msgs[-1]["header"]["date"]	# the reply before idle
+
+
+def history(kc, **args):
+    msg_id = kc.history(**args)
+    while True:
+        r = kc.get_shell_msg(timeout=10)
+        if r["parent_header"].get("msg_id") == msg_id:
+            assert r["msg_type"] == "history_reply"
+            return r["content"]
+
+
+def test_history_holds_the_cells_run(kernel):
+    """tail, range and search over the cells this kernel ran (store_history), numbered by
+    their execution_count; a silent cell and one with store_history false are not kept."""
+    km, kc = kernel
+    r1, _ = execute(kc, "hist_a = 20")
+    r2, _ = execute(kc, "hist_a + 1")
+    execute(kc, "hist_a + 100", silent=True)
+    execute(kc, "hist_a + 1000", store_history=False)
+    l1, l2 = r1["content"]["execution_count"], r2["content"]["execution_count"]
+    tail = history(kc, hist_access_type="tail", n=2, output=False, raw=True)
+    assert tail == {"status": "ok", "history": [[1, l1, "hist_a = 20"], [1, l2, "hist_a + 1"]]}
+    tail = history(kc, hist_access_type="tail", n=2, output=True, raw=True)
+    assert tail["history"] == [[1, l1, ["hist_a = 20", None]], [1, l2, ["hist_a + 1", "21"]]]
+    for session in (0, 1):	# 0: the current session, as IPython numbers them
+        rng = history(kc, hist_access_type="range", session=session, start=l2, stop=l2 + 1,
+                      output=False, raw=True)
+        assert rng["history"] == [[1, l2, "hist_a + 1"]]
+    assert history(kc, hist_access_type="range", session=-1, start=1, stop=0)["history"] == []
+    found = history(kc, hist_access_type="search", pattern="hist_a*", output=False, raw=True)
+    assert [h[2] for h in found["history"]] == ["hist_a = 20", "hist_a + 1"]
+    assert history(kc, hist_access_type="search", pattern="hist_a", raw=True)["history"] == []
+    execute(kc, "hist_a + 1")
+    again = history(kc, hist_access_type="search", pattern="hist_a + ?", unique=True, raw=True)
+    assert [h[2] for h in again["history"]] == ["hist_a + 1"]
+    assert again["history"][0][1] > l2	# the latest of the two
+    last = history(kc, hist_access_type="search", pattern="hist_a*", n=1, raw=True)
+    assert [h[2] for h in last["history"]] == ["hist_a + 1"]
+
+
+@pytest.mark.parametrize("args,why", [
+    ({"hist_access_type": "everything"}, "hist_access_type must be"),
+    ({}, "hist_access_type must be"),
+    ({"hist_access_type": "tail", "n": "ten"}, "n must be a whole number"),
+    ({"hist_access_type": "tail", "n": -3}, "n must not be negative"),
+    ({"hist_access_type": "tail", "n": 2.5}, "n must be a whole number"),
+    ({"hist_access_type": "range", "start": 1e300}, "start must be a whole number"),
+    ({"hist_access_type": "range", "session": [1]}, "session must be a whole number"),
+    ({"hist_access_type": "search", "pattern": 5}, "pattern must be a string"),
+    ({"hist_access_type": "tail", "output": "yes"}, "output must be true or false"),
+    ({"hist_access_type": "search", "unique": 1}, "unique must be true or false"),
+])
+def test_history_bad_arguments_are_an_error_reply(kernel, args, why):
+    km, kc = kernel
+    msg = kc.session.msg("history_request", args)
+    kc.shell_channel.send(msg)
+    r = kc.get_shell_msg(timeout=10)
+    assert r["parent_header"]["msg_id"] == msg["header"]["msg_id"]
+    assert r["content"]["status"] == "error", r["content"]
+    assert why in r["content"]["evalue"]
+    assert r["content"]["history"] == []
+    still_serving(kc)
+
+
+def test_user_expressions_are_evaluated_after_the_cell(kernel):
+    """Each is evaluated in the state the cell left, as a MIME bundle or an error dict as
+    ipykernel gives them; the cell's own outputs are as without them."""
+    km, kc = kernel
+    ue = {"plus": "ue_x + 1", "html": "type('H', (), {'_repr_html_': lambda s: '<b>h</b>'})()",
+          "bad": "1 / 0", "missing": "ue_nowhere", "notstr": 5}
+    reply, msgs = execute(kc, "ue_x = 41\nprint('cell')", user_expressions=ue)
+    c = reply["content"]
+    assert c["status"] == "ok", c
+    got = c["user_expressions"]
+    assert set(got) == set(ue)
+    assert got["plus"] == {"status": "ok", "data": {"text/plain": "42"}, "metadata": {}}
+    assert got["html"]["status"] == "ok" and got["html"]["data"]["text/html"] == "<b>h</b>"
+    assert got["bad"]["status"] == "error" and got["bad"]["ename"] == "ZeroDivisionError"
+    assert got["bad"]["traceback"] and "division by zero" in got["bad"]["evalue"]
+    assert got["missing"]["ename"] == "NameError"
+    assert got["notstr"]["ename"] == "TypeError" and "not a string" in got["notstr"]["evalue"]
+    # nothing of the evaluation is published: the cell's outputs only
+    kinds = [m["msg_type"] for m in msgs if m["msg_type"] not in ("status", "execute_input")]
+    assert kinds == ["stream"], kinds
+    # the evaluator left nothing in the state, and the cell's state is there
+    reply, msgs = execute(kc, "sorted(n for n in globals() if 'pysnip' in n), ue_x")
+    assert result_text(msgs) == "([], 41)"
+
+
+def test_user_expressions_not_evaluated_after_an_error(kernel):
+    km, kc = kernel
+    reply, _ = execute(kc, "raise ValueError('no')", user_expressions={"a": "1"},
+                       stop_on_error=False)
+    assert reply["content"]["status"] == "error"
+    assert reply["content"].get("user_expressions", {}) == {}
+
+
+@pytest.mark.parametrize("ue", [5, "1+1", ["1+1"], True])
+def test_user_expressions_of_a_wrong_type_are_refused(kernel, ue):
+    """Not an object: an error reply naming user_expressions; the cell did not run."""
+    km, kc = kernel
+    reply, msgs = execute(kc, "ue_ran = True", user_expressions=ue, stop_on_error=False)
+    c = reply["content"]
+    assert c["status"] == "error" and c["ename"] == "ProtocolError", c
+    assert "user_expressions must be an object" in c["evalue"]
+    reply, msgs = execute(kc, "'ue_ran' in globals()")
+    assert result_text(msgs) == "False"
+    still_serving(kc)
+
+
+def test_help_syntax_pages_the_inspection(kernel):
+    """`name?`, `name??` and `?name` (IPython's help syntax) are not run: the name is inspected
+    on the live state and comes back as a "page" payload, no execute_result."""
+    km, kc = kernel
+    execute(kc, "class PageMe:\n    'Docs of PageMe.'\npage_obj = PageMe()")
+    for code in ("page_obj?", "  PageMe??\n", "?page_obj"):
+        reply, msgs = execute(kc, code)
+        c = reply["content"]
+        assert c["status"] == "ok", c
+        assert len(c["payload"]) == 1 and c["payload"][0]["source"] == "page", c
+        assert "Docs of PageMe." in c["payload"][0]["data"]["text/plain"]
+        assert outputs(msgs, "execute_result") == []
+    reply, msgs = execute(kc, "page_nowhere?")
+    assert reply["content"]["status"] == "ok" and reply["content"]["payload"] == []
+    assert [s["text"] for s in outputs(msgs, "stream")] == ["Object `page_nowhere` not found.\n"]
+    reply, msgs = execute(kc, "page_obj?.x", stop_on_error=False)	# not the help shape: Python
+    assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "SyntaxError"
 
 
 def test_state_persists_and_count_grows(kernel):
@@ -797,6 +920,25 @@ def test_display_bundles_reach_iopub_in_order(kernel):
     shown = outputs(msgs, "display_data")
     assert shown[0]["data"] == {"image/png": png}
     assert shown[1]["data"]["text/plain"] == "'second'"
+
+
+def test_clear_output_goes_out_in_order(kernel):
+    """clear_output(wait=...) in a cell is an iopub clear_output in its place among the
+    cell's displays and after what it printed before; it is none of the verdict's bundles
+    (the displays after it are published once each)."""
+    km, kc = kernel
+    code = ("print('before')\nclear_output(wait=True)\ndisplay('one')\nclear_output()\n"
+            "display('two')\n'result'")
+    reply, msgs = execute(kc, code)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    kinds = [m["msg_type"] for m in msgs if m["msg_type"] not in ("status", "execute_input")]
+    assert kinds == ["stream", "clear_output", "display_data", "clear_output", "display_data",
+                     "execute_result"], kinds
+    assert [c["wait"] for c in outputs(msgs, "clear_output")] == [True, False]
+    assert [d["data"]["text/plain"] for d in outputs(msgs, "display_data")] == ["'one'", "'two'"]
+    reply, msgs = execute(kc, "clear_output()", silent=True)
+    assert reply["content"]["status"] == "ok"
+    assert outputs(msgs, "clear_output") == []	# silent: nothing published
 
 
 def test_sigterm_ends_kernel_and_session():

@@ -41,17 +41,10 @@ class PysnipKernelTests(jkt.KernelTests):
          "mime": "text/html"},
     ]
     code_inspect_sample = "zip"
-
-    # The suite's tests of what this kernel does not offer, skipped saying why (the suite's own
-    # skip has no reason).
-    def test_pager(self):
-        raise unittest.SkipTest("pysnip kernel: no pager payloads (cells are plain Python)")
-
-    def test_clear_output(self):
-        raise unittest.SkipTest("pysnip kernel: the session engine has no clear_output")
-
-    def test_history(self):
-        raise unittest.SkipTest("pysnip kernel: history is kept by no one (replies are empty)")
+    code_clear_output = "clear_output()"
+    code_page_something = "zip?"
+    code_history_pattern = "6?7"
+    supported_history_operations = ("tail", "range", "search")
 
     @classmethod
     def setUpClass(cls):
