@@ -198,9 +198,11 @@ __attribute__((noreturn)) static void holder_loop(void)
 			continue;	/* and waits for PS_SCMD_SPARE */
 		}
 		ahead = ahead || q.kind == PS_SCMD_SPARE;
-		/* EAGAIN: RLIMIT_NPROC still counts the holder the last kept cell replaced, until
-		 * its reaper (the PID namespace's init, or the host) has reaped it: a moment */
-		for (int i = 0; (pid = ps_interp_fork()) < 0 && errno == EAGAIN && i < 200; i++)
+		/* EAGAIN: RLIMIT_NPROC still counts the holders kept cells replaced, until their
+		 * teardown ends and their reaper (the PID namespace's init, or the host, which
+		 * reaps while it waits for this fork) has reaped them: usually a moment; under a
+		 * sanitizer's shadow memory, or a loaded machine, up to hundreds of ms */
+		for (int i = 0; (pid = ps_interp_fork()) < 0 && errno == EAGAIN && i < 2000; i++)
 			usleep(1000);
 		if (pid == 0) {
 			/* first, so that the host knows the cell before anything else it says */

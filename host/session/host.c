@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -191,10 +192,11 @@ static struct ps_limits holder_limits(const struct host *h)
 	struct ps_limits l = h->cell;
 
 	l.cpu_ms = PS_LIMIT_NONE;	/* (0 would be the tightest: a holder killed at once) */
-	/* the holder, its cell, the holder the last kept cell replaced (its teardown is not
-	 * waited for), and the first holder left a zombie once a cell replaced it
+	/* the holder, its cell (forked ahead), the holders the last two kept cells replaced
+	 * (their teardown is not waited for: two can overlap when cells are quick and the
+	 * teardown slow), and the first holder left a zombie once a cell replaced it
 	 * (ps_host_reap_others: its pid is the session's process group) */
-	l.processes = (h->cell.processes ? h->cell.processes : 1) + 4;
+	l.processes = (h->cell.processes ? h->cell.processes : 1) + 5;
 	if (h->slot_lock < 0)
 		l.processes += SHARED_UID_HEADROOM;
 	return l;
@@ -294,19 +296,36 @@ int ps_host_spawn_holder(struct host *h, char *err, size_t errlen)
 	return 0;
 }
 
+/* Where the uid locks live: one directory for the whole host as root (/run/pysnip), so that
+ * two fronts with different TMPDIRs never hand one uid to two sessions; else (or where /run
+ * is not there) the front's temporary directory. */
+static const char *lock_dir(const struct host *h)
+{
+	static const char run[] = "/run/pysnip";
+	struct stat st;
+
+	if (geteuid() != 0)
+		return h->w.tmp_base;
+	if (mkdir(run, 0700) < 0 && errno != EEXIST)
+		return h->w.tmp_base;
+	if (lstat(run, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+		return h->w.tmp_base;	/* not ours as we would have made it */
+	return run;
+}
+
 /* A uid of the policy's range that no other live session on this host holds: a lock file
  * per uid, held for the session's life. From the top of the range down: serve's one-shot
  * workers take its lowest slots. */
 static unsigned pick_slot(struct host *h, int want)
 {
 	unsigned n = h->p.uid_count > 1 ? h->p.uid_count : 1;
+	const char *dir = lock_dir(h);
 	char path[300];
 
 	if (want >= 0 || n == 1)
 		return want >= 0 ? (unsigned)want : 0;
 	for (unsigned s = n; s-- > 0;) {
-		snprintf(path, sizeof(path), "%s/pysnip-session-uid-%u.lock", h->w.tmp_base,
-			 h->p.uid + s);
+		snprintf(path, sizeof(path), "%s/pysnip-session-uid-%u.lock", dir, h->p.uid + s);
 		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 
 		if (fd < 0)

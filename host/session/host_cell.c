@@ -442,9 +442,22 @@ static bool finished(const struct cell *c)
 	return c->holder_dead && (c->cell_dead || c->pidfd < 0);
 }
 
+/* Until the holder has forked the cell, without a PID namespace, zombies of the session
+ * (holders a kept cell replaced, whose teardown was not waited for) are reaped every few
+ * ms: RLIMIT_NPROC counts them, and the holder's fork is waiting for room. */
+enum { ORPHAN_REAP_MS = 5 };
+
+static bool reaps_while_forking(const struct cell *c)
+{
+	return c->pid <= 0 && !(c->h->w.ns_static & CLONE_NEWPID);
+}
+
 static int next_timeout(const struct cell *c)
 {
 	uint64_t now = ps_now_us(), t = c->deadline_us;
+
+	if (reaps_while_forking(c) && now + ORPHAN_REAP_MS * 1000 < t)
+		t = now + ORPHAN_REAP_MS * 1000;
 
 	if (c->interrupted && c->int_deadline_us < t)
 		t = c->int_deadline_us;
@@ -474,6 +487,8 @@ static void supervise(struct cell *c)
 		if (n < 0 && errno != EINTR)
 			break;
 		on_timer(c, ps_now_us());
+		if (reaps_while_forking(c))
+			ps_host_reap_others(h->hp.pid);
 		if (n <= 0)
 			continue;
 		/* output and reports before the records that end the cell */

@@ -386,6 +386,26 @@ def test_fork_bomb_is_bounded_and_leaves_nothing():
 
 
 @needs_root
+@needs_root
+def test_sessions_of_fronts_with_different_tmpdirs_get_distinct_uids(tmp_path):
+    """The uid locks are the host's (/run/pysnip as root), not the front's TMPDIR: two
+    sessions started with different TMPDIRs used to take the same uid of the range (each
+    found its own lock directory empty), so each could signal and read the other's."""
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    for d in dirs:
+        d.mkdir()
+        os.chmod(d, 0o711)
+    with Session(env={"TMPDIR": str(dirs[0])}) as a, \
+            Session(env={"TMPDIR": str(dirs[1])}) as b:
+        ua = eval(value(a, "import os\nos.getuid()"))
+        ub = eval(value(b, "import os\nos.getuid()"))
+        assert 61000 <= ua < 61064 and 61000 <= ub < 61064, (ua, ub)
+        assert ua != ub
+    # positive control: one front's sessions, one after the other, reuse the freed top uid
+    with Session(env={"TMPDIR": str(dirs[0])}) as c:
+        assert eval(value(c, "import os\nos.getuid()")) in (ua, ub)
+
+
 def test_ended_session_leaves_no_process_or_scratch(tmp_path):
     os.chmod(tmp_path, 0o711)  # the session's uid walks to its scratch under it
     for _ in range(5):
