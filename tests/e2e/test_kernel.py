@@ -510,6 +510,25 @@ def test_user_expressions_are_evaluated_after_the_cell(kernel):
     assert result_text(msgs) == "([], 41)"
 
 
+def test_user_expressions_that_hang_are_cut_and_the_state_kept(kernel):
+    """An expression that runs past the cell's wall limit ends the evaluating cell: the ones
+    before it have their values, it and those after an error saying why; the cell's state is
+    as the cell left it, and a broken expression is a SyntaxError dict."""
+    km, kc = kernel
+    ue = {"first": "ue_y * 2", "syntax": "1 +", "hang": "[0 for _ in iter(int, 1)]",
+          "after": "ue_y"}
+    reply, _ = execute(kc, "ue_y = 21", user_expressions=ue,
+                       metadata={"pysnip": {"limits": {"wall": "1s"}}})
+    got = reply["content"]["user_expressions"]
+    assert reply["content"]["status"] == "ok"
+    assert got["first"]["data"]["text/plain"] == "42"
+    assert got["syntax"]["ename"] == "SyntaxError"
+    for name in ("hang", "after"):
+        assert got[name]["status"] == "error" and "timeout" in got[name]["evalue"], got[name]
+    reply, msgs = execute(kc, "ue_y")
+    assert result_text(msgs) == "21"
+
+
 def test_user_expressions_not_evaluated_after_an_error(kernel):
     km, kc = kernel
     reply, _ = execute(kc, "raise ValueError('no')", user_expressions={"a": "1"},
