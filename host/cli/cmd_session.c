@@ -3,7 +3,8 @@
  *        {"id": ID, "query": "complete"|"inspect"|"is_complete", "code": S, "cursor"?: N}
  *        {"input": S|null} (the answer to an input_request; null refuses: EOFError)
  *   out: {"id": ID, "event": "stdout"|"stderr", "text": S} while the cell runs,
- *        {"id": ID, "event": "display", "data": BUNDLE}, then {"id": ID, "event": "verdict",
+ *        {"id": ID, "event": "display", "data": BUNDLE}, {"id": ID, "event": "clear_output",
+ *        "wait": B} (clear_output() in the cell), then {"id": ID, "event": "verdict",
  *        "verdict": {...}}; {"id", "event": "input_request", "prompt"}; {"id", "event":
  *        "query", "result": {...}}; {"event": "restarted"}; {"event": "ended", "reason": S};
  *        {"id"?: ID, "event": "error", "field": F, "message": S} for a line that is wrong.
@@ -90,12 +91,23 @@ static void on_stream(void *ctx, const char *name, const char *data, size_t len)
 	emit(m, ctx);
 }
 
+/* A display() bundle; or a cell's clear_output(wait=...), which the engine passes the same
+ * way ({"clear_output": {"wait": B}}) and which is its own event here:
+ * {"event": "clear_output", "wait": B}, in its place among the cell's outputs. */
 static void on_display(void *ctx, const char *bundle)
 {
-	cJSON *m = cJSON_CreateObject();
+	cJSON *m = cJSON_CreateObject(), *d = cJSON_Parse(bundle);
+	cJSON *clear = cJSON_GetObjectItemCaseSensitive(d, "clear_output");
 
-	cJSON_AddStringToObject(m, "event", "display");
-	cJSON_AddItemToObject(m, "data", cJSON_Parse(bundle) ?: cJSON_CreateNull());
+	if (cJSON_IsObject(clear) && !cJSON_GetObjectItemCaseSensitive(d, "data")) {
+		cJSON_AddStringToObject(m, "event", "clear_output");
+		cJSON_AddBoolToObject(m, "wait",
+				      cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(clear, "wait")));
+		cJSON_Delete(d);
+	} else {
+		cJSON_AddStringToObject(m, "event", "display");
+		cJSON_AddItemToObject(m, "data", d ?: cJSON_CreateNull());
+	}
 	emit(m, ctx);
 }
 

@@ -493,6 +493,19 @@ def test_display_streams_while_the_cell_runs():
         assert [d["data"]["text/plain"] for d in v["display"]] == ["'first'", "2"]
 
 
+
+def test_clear_output_is_its_own_event_in_order():
+    """clear_output() in a cell (the kernel's iopub clear_output) is a clear_output event of
+    its own on the JSON lines, between the displays around it; the verdict's display list
+    holds the bundles only."""
+    with Session() as s:
+        cid = s.start("display(1)\nclear_output(wait=True)\ndisplay(2)\nclear_output()\n")
+        v, events = s.wait(cid)
+        assert [(e["event"], e.get("wait")) for e in events] == [
+            ("display", None), ("clear_output", True), ("display", None),
+            ("clear_output", False)], events
+        assert [d["data"]["text/plain"] for d in v["display"]] == ["1", "2"]
+
 TICKER = ("import os, threading, time\n"
           "path = os.path.join(os.getcwd(), 'ticks')\n"
           "def tick():\n"
