@@ -167,6 +167,13 @@ static void shed_threads(void)
 	send_rec(PS_REC_CELL_FORKED, (int32_t)getpid(), pid == 0 ? 1 : 2, NULL, NULL);
 }
 
+static bool command_waiting(void)
+{
+	struct pollfd p = { .fd = CMD_FD, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
 /* The host closed its end of fd 0: the session is over. */
 static bool host_gone(void)
 {
@@ -206,7 +213,10 @@ __attribute__((noreturn)) static void holder_loop(void)
 			/* first, so that the host knows the cell before anything else it says */
 			send_rec(PS_REC_CELL_FORKED, (int32_t)getpid(), 0, NULL, NULL);
 			if (ahead) {
-				ps_interp_cell_rehearse();
+				/* warmed only while there is time: a command already waiting runs
+				 * at once (the rehearsal's faults would be the cell's anyway) */
+				if (!command_waiting())
+					ps_interp_cell_rehearse();
 				if (next_command(&q, &code) < 0)
 					_exit(0);
 			}
