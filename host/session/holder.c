@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +168,20 @@ static void shed_threads(void)
 	send_rec(PS_REC_CELL_FORKED, (int32_t)getpid(), pid == 0 ? 1 : 2, NULL, NULL);
 }
 
+/* The spare's warm-up (ps_interp_cell_rehearse) with SIGINT held back: an interrupt for the
+ * cell that lands meanwhile must not be a KeyboardInterrupt there, where pyshim may swallow
+ * it; unblocked, it trips Python's handler and the cell raises it. */
+static void rehearse(void)
+{
+	sigset_t intr, was;
+
+	sigemptyset(&intr);
+	sigaddset(&intr, SIGINT);
+	sigprocmask(SIG_BLOCK, &intr, &was);
+	ps_interp_cell_rehearse();
+	sigprocmask(SIG_SETMASK, &was, NULL);
+}
+
 static bool command_waiting(void)
 {
 	struct pollfd p = { .fd = CMD_FD, .events = POLLIN };
@@ -216,7 +231,7 @@ __attribute__((noreturn)) static void holder_loop(void)
 				/* warmed only while there is time: a command already waiting runs
 				 * at once (the rehearsal's faults would be the cell's anyway) */
 				if (!command_waiting())
-					ps_interp_cell_rehearse();
+					rehearse();
 				if (next_command(&q, &code) < 0)
 					_exit(0);
 			}
