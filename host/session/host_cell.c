@@ -324,6 +324,18 @@ static void take_record(struct cell *c, const struct ps_status_rec *rec)
 			decide(c, rec);
 		break;
 	case PS_REC_CELL_REAPED:
+		if (rec->phase == 1 && !c->done && !c->killed && !c->respared) {
+			/* the spare we took for the cell died before it read the command (killed
+			 * from inside the session): the holder's next spare reads it. Once: a
+			 * second such death, or one after we killed the cell, is the cell's */
+			c->respared = true;
+			if (c->pidfd >= 0)
+				close(c->pidfd);
+			c->pidfd = -1;
+			c->pid = c->pid_proc = 0;
+			c->cell_dead = false;
+			break;
+		}
 		c->reaped = true;
 		if (!c->done && rec->phase < 0) {	/* no cell: fork failed */
 			snprintf(c->o.host_error, sizeof(c->o.host_error),

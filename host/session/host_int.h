@@ -113,6 +113,7 @@ struct cell {
 	int pidfd;
 	bool done, reaped, decided, keep, killed, holder_dead, cell_dead, front_gone;
 	bool interrupted, int_killed, cpu_killed, input_pending;
+	bool respared;		/* the cell's spare died before its command: the next took it */
 	/* threads: the kept cell's report said this many still ran; shedding until its
 	 * single-threaded copy said FORKED (err 1: the copy; 2: no fork, threads kept) */
 	int threads;
