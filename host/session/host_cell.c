@@ -218,6 +218,7 @@ static void take_over(struct cell *c)
 
 	c->threads = threads_of(&c->o.report);
 	c->shedding = c->threads > 0;
+	c->shed_deadline_us = ps_now_us() + c->h->grace_ms * 1000;
 	if (c->shedding)
 		m.kind = PS_SCMD_SHED;
 	ps_host_renice(c->h, c->pidfd, c->pid, c->shedding ? 0 : 19);
@@ -427,6 +428,8 @@ static void on_timer(struct cell *c, uint64_t now)
 		else	/* no cell to name: the holder never said it forked one */
 			pidfd_signal(c->h->holder_pidfd, SIGKILL);
 	}
+	if (c->shedding && !c->killed && now >= c->shed_deadline_us)
+		kill_cell(c);	/* its copy never came: the state is lost (run_cell says so) */
 	if (c->interrupted && !c->int_killed && !c->done && now >= c->int_deadline_us) {
 		c->int_killed = true;
 		kill_cell(c);

@@ -118,6 +118,7 @@ struct cell {
 	 * single-threaded copy said FORKED (err 1: the copy; 2: no fork, threads kept) */
 	int threads;
 	bool shedding, shed_failed;
+	uint64_t shed_deadline_us;	/* no copy by then (a fork stuck): the cell is killed */
 	uint64_t output_total;
 	char *rendered;		/* the verdict as decide() rendered it (its outcome is final) */
 	size_t scan_off;	/* the report channel up to here is scanned for display frames */
