@@ -68,7 +68,7 @@ int ps_interp_cell_threads(void);
 /* A spare (a cell forked ahead of its command), before its command: the compile and the
  * report of a cell rehearsed and thrown away, so that the pages every cell writes there are
  * copied from the holder now, not on the cell's path (each first write is a fault). Leaves
- * no state, output or exception. */
+ * no state, output or exception (the caller holds SIGINT back meanwhile: holder.c). */
 void ps_interp_cell_rehearse(void);
 
 /* A disposable fork of the holder: kind "complete", "inspect" or "is_complete" of code at

@@ -222,13 +222,9 @@ int ps_interp_cell_run(const char *code, size_t len, unsigned long count, int re
 void ps_interp_cell_rehearse(void)
 {
 	PyObject *r = ps_interp_shim_call("cell_rehearse", PyTuple_New(0));
-	bool interrupted = !r && PyErr_ExceptionMatches(PyExc_KeyboardInterrupt);
 
 	Py_XDECREF(r);
 	PyErr_Clear();
-	/* an interrupt for the cell that came during the rehearsal is the cell's */
-	if (interrupted)
-		PyErr_SetInterrupt();
 }
 
 int ps_interp_cell_query(const char *kind, const char *code, size_t len, size_t cursor,

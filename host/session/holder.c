@@ -5,7 +5,9 @@
 #include "session_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +169,27 @@ static void shed_threads(void)
 	send_rec(PS_REC_CELL_FORKED, (int32_t)getpid(), pid == 0 ? 1 : 2, NULL, NULL);
 }
 
+/* The spare's warm-up (ps_interp_cell_rehearse) with SIGINT held back: an interrupt for the
+ * cell that lands meanwhile must not be a KeyboardInterrupt there, where pyshim may swallow
+ * it; unblocked, it trips Python's handler and the cell raises it. */
+static void rehearse(void)
+{
+	sigset_t intr, was;
+
+	sigemptyset(&intr);
+	sigaddset(&intr, SIGINT);
+	sigprocmask(SIG_BLOCK, &intr, &was);
+	ps_interp_cell_rehearse();
+	sigprocmask(SIG_SETMASK, &was, NULL);
+}
+
+static bool command_waiting(void)
+{
+	struct pollfd p = { .fd = CMD_FD, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
 /* The host closed its end of fd 0: the session is over. */
 static bool host_gone(void)
 {
@@ -175,11 +198,37 @@ static bool host_gone(void)
 	return poll(&p, 1, 0) > 0 && (p.revents & POLLHUP) && !(p.revents & POLLIN);
 }
 
+/* The spare, in the child: say FORKED, warm up while there is time (a command already
+ * waiting runs at once: the rehearsal's faults would be the cell's anyway), take the command
+ * and tell the holder so (a byte on took), run it. Returns when it is kept. */
+static void spare(bool ahead, struct ps_scmd *q, char **code, int took)
+{
+	struct rusage ru;
+
+	/* first, so that the host knows the cell before anything else it says */
+	send_rec(PS_REC_CELL_FORKED, (int32_t)getpid(), 0, NULL, NULL);
+	if (ahead) {
+		if (!command_waiting())
+			rehearse();
+		if (next_command(q, code) < 0)
+			_exit(0);
+	}
+	if (took >= 0) {
+		(void)ps_write_all(took, "t", 1);
+		close(took);
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	cell_child(q, *code, &ru);
+	free(*code);
+}
+
 /* The holder's loop. Each cell is forked AHEAD of its command (the spare): right after the
  * holder starts, after it reaped a cell, and when the host says a kept cell is the holder
  * (PS_SCMD_SPARE), so that the fork is off the cell's path. The spare says FORKED, waits for
  * its command, runs it and, kept, goes round this loop as the holder. A holder that could
- * not fork ahead forks on the next command instead. Never returns. */
+ * not fork ahead forks on the next command instead. A spare that died before it took its
+ * command (killed from inside the session) left it in fd 0 for the next spare: the REAPED
+ * record says so (phase 1), and the host waits for that one. Never returns. */
 __attribute__((noreturn)) static void holder_loop(void)
 {
 	bool ahead = true;
@@ -187,8 +236,8 @@ __attribute__((noreturn)) static void holder_loop(void)
 	for (;;) {
 		struct ps_scmd q = { 0 };
 		struct rusage ru;
-		char *code = NULL;
-		int status = 0;
+		char *code = NULL, b;
+		int status = 0, took[2] = { -1, -1 };
 		pid_t pid, r;
 
 		if (!ahead && next_command(&q, &code) < 0)
@@ -198,6 +247,8 @@ __attribute__((noreturn)) static void holder_loop(void)
 			continue;	/* and waits for PS_SCMD_SPARE */
 		}
 		ahead = ahead || q.kind == PS_SCMD_SPARE;
+		if (ahead && pipe2(took, O_CLOEXEC) < 0)
+			took[0] = took[1] = -1;
 		/* EAGAIN: RLIMIT_NPROC still counts the holders kept cells replaced, until their
 		 * teardown ends and their reaper (the PID namespace's init, or the host, which
 		 * reaps while it waits for this fork) has reaped them: usually a moment; under a
@@ -205,30 +256,33 @@ __attribute__((noreturn)) static void holder_loop(void)
 		for (int i = 0; (pid = ps_interp_fork()) < 0 && errno == EAGAIN && i < 2000; i++)
 			usleep(1000);
 		if (pid == 0) {
-			/* first, so that the host knows the cell before anything else it says */
-			send_rec(PS_REC_CELL_FORKED, (int32_t)getpid(), 0, NULL, NULL);
-			if (ahead) {
-				ps_interp_cell_rehearse();
-				if (next_command(&q, &code) < 0)
-					_exit(0);
-			}
-			getrusage(RUSAGE_SELF, &ru);
-			cell_child(&q, code, &ru);
-			free(code);
+			if (took[0] >= 0)
+				close(took[0]);
+			spare(ahead, &q, &code, took[1]);
 			ahead = false;	/* kept: the holder now, once the host says so */
 			continue;
 		}
 		free(code);
+		if (took[1] >= 0)
+			close(took[1]);
 		if (pid < 0) {
 			if (!ahead)	/* a command that has no cell */
 				send_rec(PS_REC_CELL_REAPED, -1, errno, NULL, NULL);
+			if (took[0] >= 0)
+				close(took[0]);
 			ahead = false;
 			continue;
 		}
 		do
 			r = wait4(pid, &status, 0, &ru);
 		while (r < 0 && errno == EINTR);
-		send_rec(PS_REC_CELL_REAPED, 0, r < 0 ? -1 : status, NULL, r < 0 ? NULL : &ru);
+		/* its byte, or EOF: it died before it took a command */
+		bool taken = took[0] < 0 || read(took[0], &b, 1) == 1;
+
+		if (took[0] >= 0)
+			close(took[0]);
+		send_rec(PS_REC_CELL_REAPED, taken ? 0 : 1, r < 0 ? -1 : status, NULL,
+			 r < 0 ? NULL : &ru);
 		if (host_gone())
 			_exit(0);
 		ahead = true;	/* still the holder: the next cell ahead */

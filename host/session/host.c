@@ -176,9 +176,12 @@ void ps_host_read_idle_records(struct host *h)
 		if (poll(&p, 1, 0) <= 0 ||
 		    read(h->hp.f.status, &rec, sizeof(rec)) != (ssize_t)sizeof(rec))
 			return;
-		if (rec.kind == PS_REC_CELL_FORKED &&
-		    !strncmp(rec.msg, h->token, PS_SESSION_TOKEN_LEN))
+		if (strncmp(rec.msg, h->token, PS_SESSION_TOKEN_LEN))
+			continue;
+		if (rec.kind == PS_REC_CELL_FORKED)
 			ps_host_note_spare(h, rec.phase, h->holder_proc);
+		else if (rec.kind == PS_REC_CELL_REAPED)	/* the spare died: another comes */
+			ps_host_drop_spare(h);
 	}
 }
 

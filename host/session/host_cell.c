@@ -218,6 +218,7 @@ static void take_over(struct cell *c)
 
 	c->threads = threads_of(&c->o.report);
 	c->shedding = c->threads > 0;
+	c->shed_deadline_us = ps_now_us() + c->h->grace_ms * 1000;
 	if (c->shedding)
 		m.kind = PS_SCMD_SHED;
 	ps_host_renice(c->h, c->pidfd, c->pid, c->shedding ? 0 : 19);
@@ -324,6 +325,18 @@ static void take_record(struct cell *c, const struct ps_status_rec *rec)
 			decide(c, rec);
 		break;
 	case PS_REC_CELL_REAPED:
+		if (rec->phase == 1 && !c->done && !c->killed && !c->respared) {
+			/* the spare we took for the cell died before it read the command (killed
+			 * from inside the session): the holder's next spare reads it. Once: a
+			 * second such death, or one after we killed the cell, is the cell's */
+			c->respared = true;
+			if (c->pidfd >= 0)
+				close(c->pidfd);
+			c->pidfd = -1;
+			c->pid = c->pid_proc = 0;
+			c->cell_dead = false;
+			break;
+		}
 		c->reaped = true;
 		if (!c->done && rec->phase < 0) {	/* no cell: fork failed */
 			snprintf(c->o.host_error, sizeof(c->o.host_error),
@@ -415,6 +428,8 @@ static void on_timer(struct cell *c, uint64_t now)
 		else	/* no cell to name: the holder never said it forked one */
 			pidfd_signal(c->h->holder_pidfd, SIGKILL);
 	}
+	if (c->shedding && !c->killed && now >= c->shed_deadline_us)
+		kill_cell(c);	/* its copy never came: the state is lost (run_cell says so) */
 	if (c->interrupted && !c->int_killed && !c->done && now >= c->int_deadline_us) {
 		c->int_killed = true;
 		kill_cell(c);

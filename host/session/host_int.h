@@ -113,10 +113,12 @@ struct cell {
 	int pidfd;
 	bool done, reaped, decided, keep, killed, holder_dead, cell_dead, front_gone;
 	bool interrupted, int_killed, cpu_killed, input_pending;
+	bool respared;		/* the cell's spare died before its command: the next took it */
 	/* threads: the kept cell's report said this many still ran; shedding until its
 	 * single-threaded copy said FORKED (err 1: the copy; 2: no fork, threads kept) */
 	int threads;
 	bool shedding, shed_failed;
+	uint64_t shed_deadline_us;	/* no copy by then (a fork stuck): the cell is killed */
 	uint64_t output_total;
 	char *rendered;		/* the verdict as decide() rendered it (its outcome is final) */
 	size_t scan_off;	/* the report channel up to here is scanned for display frames */

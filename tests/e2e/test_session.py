@@ -570,7 +570,8 @@ def test_no_process_of_the_session_keeps_a_cells_thread():
         deadline = time.monotonic() + 5  # the threaded process is killed: gone in a moment
         while max(threads_of(p) for p in procs_of_uid(uid)) > 1 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert [threads_of(p) for p in procs_of_uid(uid)] == [1] * len(procs_of_uid(uid))
+        after = [threads_of(p) for p in procs_of_uid(uid)]
+        assert after and max(after) <= 1, after
         assert value(s, "hashlib.__name__") == "'hashlib'"
 
 
@@ -616,3 +617,35 @@ def test_a_scientific_session_keeps_numpy_state_through_a_plot_and_a_memory_kill
         assert "memory" in v["state_reason"], v
         assert value(s, "(int(a.sum()), float(b[-1]), 'hog' in globals())") == \
             "(%d, 1999998.0, False)" % sum(range(1_000_000))
+
+
+def ppid_of(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:  # gone meanwhile
+        return -1
+
+
+@needs_root
+def test_a_spare_killed_as_its_cell_starts_leaves_the_cell_to_the_next_one():
+    """The holder forks each cell ahead of its command (the spare). A spare killed from
+    outside just before it reads its command (the cell's command is then still in the
+    holder's channel) is not the cell's death: the next spare reads the command and runs it,
+    once, on the kept state. Before this, the cell was reported rolled back (SIGKILL) while
+    the next spare ran its command anyway (4 of 5 runs)."""
+    with Session() as s:
+        uid = eval(value(s, "import os\nx = 41\nos.getuid()"))
+        for _ in range(3):
+            deadline = time.monotonic() + 10
+            while True:  # the spare forked and waiting, the replaced holder gone
+                time.sleep(0.1)
+                ps = procs_of_uid(uid)
+                spare = [p for p in ps if ppid_of(p) in ps]  # the holder's child
+                if len(ps) == 2 and len(spare) == 1 or time.monotonic() > deadline:
+                    break
+            assert len(spare) == 1, ps
+            os.kill(spare[0], 9)
+            v = s.run("x += 1\nx")
+            assert v["state"] == "kept", v
+        assert value(s, "x") == "44"  # each cell ran once
