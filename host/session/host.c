@@ -104,12 +104,20 @@ char *ps_host_next_line(struct host *h, bool *eof)
 
 /* --- the holder --- */
 
+/* Background work is also SCHED_BATCH: at nice 19 alone a woken process still preempted
+ * the one that woke it (perf sched: a killed holder's 1.7 ms teardown ran on the host's CPU
+ * while the verdict waited); a batch task never preempts at its wakeup, and still gets its
+ * share (not SCHED_IDLE, which a loaded machine could starve: an old holder not torn down
+ * holds a slot of the session's RLIMIT_NPROC). */
 void ps_host_renice(struct host *h, int pidfd, pid_t pid, int nice)
 {
 	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	struct sched_param sp = { 0 };
 
-	if (h->renice && pid > 0 && pidfd >= 0 && poll(&p, 1, 0) == 0)
-		(void)setpriority(PRIO_PROCESS, (id_t)pid, nice);
+	if (!h->renice || pid <= 0 || pidfd < 0 || poll(&p, 1, 0) != 0)
+		return;
+	(void)sched_setscheduler(pid, nice > 0 ? SCHED_BATCH : SCHED_OTHER, &sp);
+	(void)setpriority(PRIO_PROCESS, (id_t)pid, nice);
 }
 
 /* Background work at nice 19 (the holder forking and warming the next cell, an old holder's

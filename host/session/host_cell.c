@@ -212,6 +212,14 @@ static int threads_of(const struct ps_capture *r)
 
 /* The kept cell is the holder from now on: the next cell forked ahead, or first its threads
  * shed (a single-threaded copy of it takes its place: session_int.h). */
+static void kill_old_holder(struct cell *c)
+{
+	if (c->holder_dead)
+		return;
+	ps_host_renice(c->h, c->h->holder_pidfd, c->h->holder, 19);
+	pidfd_signal(c->h->holder_pidfd, SIGKILL);
+}
+
 static void take_over(struct cell *c)
 {
 	struct ps_scmd m = { .magic = PS_SCMD_MAGIC, .kind = PS_SCMD_SPARE };
@@ -272,14 +280,14 @@ static void decide(struct cell *c, const struct ps_status_rec *rec)
 		/* the old holder is blocked in wait4 and never runs again once the signal is
 		 * sent: the cell is the holder from here on, without waiting for the teardown
 		 * of the old one's address space; its teardown, and the new holder's fork of
-		 * the next cell, are background */
-		if (!c->holder_dead) {
-			ps_host_renice(c->h, c->h->holder_pidfd, c->h->holder, 19);
-			pidfd_signal(c->h->holder_pidfd, SIGKILL);
-		}
+		 * the next cell, are background. Where the cell left no thread to shed they
+		 * start once the verdict is out (kill_old_holder, after it): a killed process
+		 * tears itself down on the CPU it wakes on, and that was often the host's. */
+		c->take_over_after_verdict = threads_of(&c->o.report) == 0;
+		if (!c->take_over_after_verdict)
+			kill_old_holder(c);
 		c->holder_dead = true;
-		/* and it forks the next cell now, while the verdict goes out */
-		take_over(c);
+		take_over(c);	/* the next cell's fork now; or the copy without the threads */
 	} else {
 		kill_cell(c);
 	}
@@ -645,6 +653,10 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 			     (uint64_t)(c.o.ru.ru_utime.tv_usec + c.o.ru.ru_stime.tv_usec);
 	}
 	ret = q->kind == PS_SCMD_EXEC ? ps_host_send_verdict(&c) : ps_host_send_query(&c);
+	if (c.keep && c.take_over_after_verdict) {
+		c.holder_dead = false;	/* (set for the loop's end: it is dead from here on) */
+		kill_old_holder(&c);
+	}
 	free(c.rendered);
 	settle(&c);
 	ps_outcome_free(&c.o);

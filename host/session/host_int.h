@@ -118,6 +118,9 @@ struct cell {
 	 * single-threaded copy said FORKED (err 1: the copy; 2: no fork, threads kept) */
 	int threads;
 	bool shedding, shed_failed;
+	/* kept, no thread to shed: the old holder's kill and the SPARE command wait until the
+	 * verdict is out (the killed holder's teardown took the CPU from the verdict: ~1.7 ms) */
+	bool take_over_after_verdict;
 	uint64_t shed_deadline_us;	/* no copy by then (a fork stuck): the cell is killed */
 	uint64_t output_total;
 	char *rendered;		/* the verdict as decide() rendered it (its outcome is final) */

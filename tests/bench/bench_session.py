@@ -5,6 +5,12 @@ failed test), all against /usr/bin/python3.11 -I -S -c pass measured in the same
   (target <= 0.1x);
 - a cell `x += 1` over HTTP on one keep-alive connection, p50 and p99 (targets <= 0.15x and
   <= 0.3x);
+  both measured in rounds interleaved with the baseline (a bare python start, a creation, a
+  cell, round after round, as bench_scientific interleaves its cold runs: the machine's noise
+  falls on both alike, and each request finds the time a client leaves between requests),
+  and again back to back (no time between requests: then each cell also waits for the fork
+  and teardown the previous one left, the throughput floor of a fork per cell on 2 cores,
+  printed beside them: os.fork() + exit of a 16 MB interpreter, back to back);
 - the same cell with 0, 50, 200 and 800 MB of numpy data in the state (a fork per cell: its
   cost grows with the state's page tables), and ipykernel's `x += 1` with 200 MB of numpy
   data, through jupyter_client, in the same run.
@@ -28,20 +34,6 @@ def pct(samples, p):
     return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
 
 
-def bare_python(n):
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    out = []
-    for i in range(n + 5):
-        t0 = time.perf_counter()
-        pid = os.posix_spawn(BARE[0], BARE, os.environ,
-                             file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1)])
-        os.waitpid(pid, 0)
-        if i >= 5:
-            out.append((time.perf_counter() - t0) * 1000)
-    os.close(devnull)
-    return out
-
-
 def timed(f, n, warm=5):
     out = []
     for i in range(n + warm):
@@ -49,6 +41,52 @@ def timed(f, n, warm=5):
         f()
         if i >= warm:
             out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def interleaved_figures(client, n):
+    """(baseline, creation, cell) samples, one of each per round."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    base, creation, cell = [], [], []
+    with client.session() as s:
+        s.exec("x = 0")
+        for i in range(n + 5):
+            t0 = time.perf_counter()
+            pid = os.posix_spawn(BARE[0], BARE, os.environ,
+                                 file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1)])
+            os.waitpid(pid, 0)
+            t1 = time.perf_counter()
+            v = s.exec("x += 1")
+            t2 = time.perf_counter()
+            c = client.session()
+            t3 = time.perf_counter()
+            c.close()
+            assert v["state"] == "kept", v
+            if i >= 5:
+                base.append((t1 - t0) * 1000)
+                cell.append((t2 - t1) * 1000)
+                creation.append((t3 - t2) * 1000)
+        assert s.exec("x")["result"]["data"]["text/plain"] == str(n + 5)
+    os.close(devnull)
+    return base, creation, cell
+
+
+def fork_floor(n):
+    """Back-to-back fork + exit of this process's copy, grown to a ~16 MB interpreter like a
+    session holder: what a kept cell costs the machine besides its own work."""
+    ballast = bytearray(12 << 20)
+    for i in range(0, len(ballast), 4096):
+        ballast[i] = 1
+    out = []
+    for i in range(n + 5):
+        t0 = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        if i >= 5:
+            out.append((time.perf_counter() - t0) * 1000)
+    del ballast
     return out
 
 
@@ -115,16 +153,24 @@ def main():
     from sessionkit import PRIVATE_UIDS
     import pysnip_client
 
-    base = pct(bare_python(60), 50)
-    print("bench_session: baseline %s p50 %.3f ms" % (" ".join(BARE), base))
     srv = Server("--policy", PRIVATE_UIDS + "," + NUMPY_POLICY, "--workers", "2",
                  "--max-sessions", "8")
     try:
         c = pysnip_client.Client(srv.url)
-        creation, cell = http_figures(c, args.n)
+        bases, creation, cell = interleaved_figures(c, args.n)
+        base = pct(bases, 50)
+        print("bench_session: baseline %s p50 %.3f ms, interleaved with the requests below"
+              % (" ".join(BARE), base))
         line("session creation (POST /v1/sessions)", creation, base, 0.1)
         line("cell x += 1 (POST .../exec)", cell, base, 0.15)
         line("cell x += 1 (POST .../exec)", cell, base, 0.3, p=99)
+        creation, cell = http_figures(c, args.n)
+        print("  back to back (no time between requests; each also waits for the fork and "
+              "teardown the previous one left):")
+        line("session creation", creation, base)
+        line("cell x += 1", cell, base)
+        line("cell x += 1", cell, base, p=99)
+        line("floor: os.fork() + exit of a 16 MB python", fork_floor(args.n), base)
         c.close()
         c = pysnip_client.Client(srv.url)
         orig = c.session  # the numpy policy is served second: its sessions name it
