@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -38,9 +39,32 @@ static PyObject *cell_input(PyObject *self, PyObject *args)
 static PyMethodDef input_def = { "_input_line", cell_input, METH_VARARGS,
 				 "a line from the session's front" };
 
+/* Until the host has read what the cell wrote to stdout and stderr (the pipes hold nothing
+ * unread), at most STREAMS_WAIT_US: a frame written then reaches the front after that output,
+ * and the host takes frames before streams (host_cell.c), so output written after the frame
+ * follows it (a clear_output() and the print after it, in that order). FIONREAD on the pipe's
+ * write end; anything else on fd 1 or 2 (a snippet's dup2) just ends the wait. The GIL is
+ * let go: a thread of the cell may be the one writing. */
+enum { STREAMS_WAIT_US = 100000 };
+
+static void streams_read(void)
+{
+	uint64_t until = ps_now_us() + STREAMS_WAIT_US;
+
+	Py_BEGIN_ALLOW_THREADS
+	for (int fd = 1; fd <= 2; fd++) {
+		int unread = 0;
+
+		while (ioctl(fd, FIONREAD, &unread) == 0 && unread > 0 && ps_now_us() < until)
+			usleep(20);
+	}
+	Py_END_ALLOW_THREADS
+}
+
 /* pyshim's display(): one bundle (JSON bytes) to the host now, framed on the report channel
  * as TOKEN "D" 8-hex-digit length "\n" JSON, so that it reaches the front while the cell
- * runs; the cell's final report (TOKEN "\n" JSON) comes after every frame. */
+ * runs; the cell's final report (TOKEN "\n" JSON) comes after every frame. pyshim flushed
+ * the streams just before: the host has read them before the frame is written. */
 static PyObject *cell_display(PyObject *self, PyObject *arg)
 {
 	char head[96];
@@ -50,6 +74,7 @@ static PyObject *cell_display(PyObject *self, PyObject *arg)
 		PyErr_SetString(PyExc_TypeError, "_display_out(bytes)");
 		return NULL;
 	}
+	streams_read();
 	n = snprintf(head, sizeof(head), "%sD%08zx\n", ps_interp_report_token(),
 		     (size_t)PyBytes_GET_SIZE(arg));
 	if (fd >= 0 && n > 0 && (size_t)n < sizeof(head) &&

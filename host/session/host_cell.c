@@ -514,13 +514,14 @@ static void supervise(struct cell *c)
 			ps_host_reap_others(h->hp.pid);
 		if (n <= 0)
 			continue;
-		/* output and reports before the records that end the cell */
+		/* display frames, then output (a frame is written only once the output before
+		 * it was read: interp_cell.c), then the records that end the cell */
+		if (p[4].revents)
+			read_report(c, p[4].fd);
 		if (p[1].revents)
 			read_output(c, p[1].fd, false);
 		if (p[2].revents)
 			read_output(c, p[2].fd, true);
-		if (p[4].revents)
-			read_report(c, p[4].fd);
 		if (p[3].revents)
 			read_status(c);
 		if (p[0].revents)

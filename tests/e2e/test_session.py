@@ -506,6 +506,27 @@ def test_clear_output_is_its_own_event_in_order():
             ("clear_output", False)], events
         assert [d["data"]["text/plain"] for d in v["display"]] == ["1", "2"]
 
+
+def test_output_and_clear_output_keep_their_order():
+    """A progress loop as notebooks write it (print, then clear_output(wait=True), again and
+    again): every print reaches the front before the clear that follows it and after the one
+    before it. (The host read the stream and the display channel in turn: a print written
+    after a clear could overtake it.)"""
+    with Session() as s:
+        cid = s.start("for i in range(300):\n    print(i)\n    clear_output(wait=True)\n"
+                      "display('end')")
+        v, events = s.wait(cid)
+        seq = []
+        for e in events:
+            if e["event"] == "stdout":
+                seq += [("out", x) for x in e["text"].splitlines()]
+            elif e["event"] == "clear_output":
+                seq.append(("clear", None))
+            else:
+                seq.append((e["event"], None))
+        want = [p for i in range(300) for p in (("out", str(i)), ("clear", None))]
+        assert seq == want + [("display", None)], [x for x in zip(seq, want) if x[0] != x[1]][:3]
+
 TICKER = ("import os, threading, time\n"
           "path = os.path.join(os.getcwd(), 'ticks')\n"
           "def tick():\n"
