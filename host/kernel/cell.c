@@ -561,9 +561,10 @@ void ps_kh_execute(struct ps_kchan *ch, const struct ps_kmsg *m)
 	if (stored)
 		ps_khistory_add(&k->history, k->execution_count, code->valuestring, x.result_text);
 done:
+	/* the cells queued behind this one are aborted: those waiting now, before the reply */
+	if (err && !k->aborting && flag(m->body, "stop_on_error", true))
+		ps_kernel_take_queued(ch);
 	reply(&x, err, ue, payload);
-	if (err && flag(m->body, "stop_on_error", true))
-		k->aborting = true;	/* the cells queued behind this one are aborted */
 	cJSON_Delete(err);
 	free(x.result_text);
 	ps_krecv_free(x.stdin_store);

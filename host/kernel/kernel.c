@@ -144,6 +144,40 @@ static void on_pipe_signal(struct ps_kernel *k)
 	}
 }
 
+void ps_kernel_take_queued(struct ps_kchan *ch)
+{
+	struct ps_kernel *k = ch->k;
+
+	if (!k->queued && !(k->queued = calloc(PS_KQUEUED_MAX + 1, sizeof(*k->queued))))
+		return;
+	while (k->n_queued < PS_KQUEUED_MAX) {
+		struct ps_kqueued *q = &k->queued[k->n_queued];
+		int rc = ps_kchan_recv(ch, ch->sock, &q->store, &q->m);
+
+		if (rc == -3 || rc == -2)
+			break;		/* nothing more waiting */
+		if (rc == 0)
+			k->n_queued++;	/* (a dropped message leaves its store for the next) */
+	}
+}
+
+static void serve_queued(struct ps_kchan *ch)
+{
+	struct ps_kernel *k = ch->k;
+
+	k->aborting = true;
+	for (size_t i = 0; i < k->n_queued; i++) {
+		ps_kernel_dispatch(ch, &k->queued[i].m);
+		ps_kmsg_free(&k->queued[i].m);
+	}
+	for (size_t i = 0; i <= PS_KQUEUED_MAX; i++) {
+		ps_krecv_free(k->queued[i].store);
+		k->queued[i].store = NULL;
+	}
+	k->n_queued = 0;
+	k->aborting = false;
+}
+
 static void serve_channel(struct ps_kchan *ch, struct ps_krecv **store)
 {
 	struct ps_kmsg m;
@@ -154,11 +188,11 @@ static void serve_channel(struct ps_kchan *ch, struct ps_krecv **store)
 			ps_kernel_dispatch(ch, &m);
 			ps_kmsg_free(&m);
 		}
+		if (ch->k->queued && ch->k->n_queued)
+			serve_queued(ch);
 		if (atomic_load(&ch->k->stopping))
 			return;
 	}
-	if (rc == -3 && ch == &ch->k->shell)
-		ch->k->aborting = false;	/* the queue behind a failed cell is drained */
 }
 
 /* At shutdown, a cell still in the engine is interrupted until it ends: an interrupt that
@@ -303,6 +337,7 @@ static void teardown(struct ps_kernel *k)
 	ps_kreplay_free(&k->replay);
 	ps_kconn_free(&k->conn);
 	ps_khistory_free(k->history);
+	free(k->queued);
 	pthread_mutex_destroy(&k->iopub_lock);
 }
 

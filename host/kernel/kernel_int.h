@@ -50,7 +50,13 @@ struct ps_kernel {
 	atomic_uint cell_seq;		/* which cell: one more for each */
 	unsigned int_seq, int_retries;	/* control thread: an interrupt to repeat (kernel.c) */
 	int execution_count;
-	bool aborting;			/* after an error with stop_on_error: queued cells abort */
+	bool aborting;			/* while the queued below are served: their cells abort */
+	/* Shell messages already waiting when a cell failed with stop_on_error, taken before its
+	 * reply went out: their execute_requests are aborted, the rest served, in order. One a
+	 * client sends once it has the failure's reply is not among them (nbclient's next cell
+	 * after an allowed error), as with ipykernel's stop_on_error_timeout of 0. */
+	struct ps_kqueued *queued;
+	size_t n_queued;
 	struct ps_kengine *engine;	/* the session behind the cells (engine.c) */
 	struct ps_khistory *history;	/* the cells run, for history_request (history.c) */
 };
@@ -76,6 +82,13 @@ void ps_krecv_free(struct ps_krecv *r);
 
 /* Run one request: status busy, the handler, status idle (handlers.c). */
 void ps_kernel_dispatch(struct ps_kchan *ch, struct ps_kmsg *m);
+struct ps_kqueued {
+	struct ps_krecv *store;
+	struct ps_kmsg m;
+};
+enum { PS_KQUEUED_MAX = 256 };
+/* cell.c, before a failed cell's reply: take what the shell socket holds now (kernel.c). */
+void ps_kernel_take_queued(struct ps_kchan *ch);
 
 /* Ask the shell thread to leave its loop (shutdown) / to stop waiting for input (interrupt).
  * Called from the control thread. */

@@ -639,6 +639,42 @@ def test_stop_on_error_aborts_queued_cells(kernel):
     assert result_text(msgs) == "False"
 
 
+def test_a_cell_sent_after_a_failures_reply_is_not_aborted(kernel):
+    """stop_on_error aborts the cells that were waiting when a cell failed, not one the client
+    sends once it has the failure's reply (nbclient's next cell after an allowed error): the
+    kernel set its abort flag after the reply and aborted whatever it read next, so a quick
+    client lost its next cell (a 30 s hang of test_interrupt_at_once_after_the_cell_starts in
+    the unprivileged run). A raw socket sends the next request the moment the reply is in."""
+    km, kc = kernel
+    from jupyter_client.session import Session
+    info = km.get_connection_info()
+    sess = Session(key=info["key"] if isinstance(info["key"], bytes) else info["key"].encode(),
+                   signature_scheme=info.get("signature_scheme", "hmac-sha256"))
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.linger = 0
+    sock.connect("%s://%s:%d" % (info["transport"], info["ip"], info["shell_port"]))
+    body = {"silent": True, "store_history": False, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True}
+    statuses = []
+    try:
+        for i in range(300):
+            sess.send(sock, "execute_request", dict(body, code="1/0"))
+            while True:
+                _, r = sess.recv(sock, mode=0)
+                if r["msg_type"] == "execute_reply":
+                    break
+            assert r["content"]["status"] == "error", r["content"]
+            sess.send(sock, "execute_request", dict(body, code="pass"))
+            while True:
+                _, r = sess.recv(sock, mode=0)
+                if r["msg_type"] == "execute_reply":
+                    break
+            statuses.append(r["content"]["status"])
+    finally:
+        sock.close()
+    assert statuses.count("ok") == 300, [s for s in statuses if s != "ok"][:3]
+
+
 def test_silent_cell_publishes_nothing(kernel):
     km, kc = kernel
     reply, msgs = execute(kc, "print('hidden'); 7", silent=True)
