@@ -386,7 +386,6 @@ def test_fork_bomb_is_bounded_and_leaves_nothing():
 
 
 @needs_root
-@needs_root
 def test_sessions_of_fronts_with_different_tmpdirs_get_distinct_uids(tmp_path):
     """The uid locks are the host's (/run/pysnip as root), not the front's TMPDIR: two
     sessions started with different TMPDIRs used to take the same uid of the range (each
@@ -406,6 +405,7 @@ def test_sessions_of_fronts_with_different_tmpdirs_get_distinct_uids(tmp_path):
         assert eval(value(c, "import os\nos.getuid()")) in (ua, ub)
 
 
+@needs_root
 def test_ended_session_leaves_no_process_or_scratch(tmp_path):
     os.chmod(tmp_path, 0o711)  # the session's uid walks to its scratch under it
     for _ in range(5):
