@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -519,16 +520,19 @@ void ps_interp_set_report_token(const char *token)
 static void write_report(int fd, int priv, const char *buf, size_t len)
 {
 	int fds[] = { priv, fd };
+	bool tok = report_token[0];
+
 	for (size_t i = 0; i < PS_ARRAY_LEN(fds); i++) {
 		int fl = fds[i] >= 0 ? fcntl(fds[i], F_GETFL) : -1;
+		/* token, newline and report in one write: the parent wakes once for it */
+		struct iovec iov[] = { { report_token, tok ? strlen(report_token) : 0 },
+				       { "\n", tok ? 1 : 0 }, { (void *)buf, len } };
+
 		if (fl < 0)
 			continue;
 		if (fl & O_NONBLOCK)	/* os.set_blocking(4, False) must not cut the report */
 			fcntl(fds[i], F_SETFL, fl & ~O_NONBLOCK);
-		if (report_token[0] && (ps_write_all(fds[i], report_token, strlen(report_token)) < 0 ||
-					ps_write_all(fds[i], "\n", 1) < 0))
-			continue;
-		if (ps_write_all(fds[i], buf, len) == 0)
+		if (ps_writev_all(fds[i], iov, 3) == 0)
 			return;
 	}
 }

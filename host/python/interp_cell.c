@@ -119,36 +119,6 @@ int ps_interp_cell_setup(int report_fd, char *(*line)(const char *prompt, bool p
 	return 0;
 }
 
-/* The report behind its token in ONE write (the host wakes once for it, not three times),
- * to the private copy of the channel first, as ps_interp_write_report does. */
-static void write_cell_report(int report_fd, const char *buf, size_t len)
-{
-	const char *tok = ps_interp_report_token();
-	size_t tl = strlen(tok), n = tl ? tl + 1 + len : len;
-	char *all = malloc(n);
-	int fds[] = { ps_interp_report_priv(), report_fd };
-
-	if (!all) {
-		ps_interp_write_report(report_fd, buf, len);
-		return;
-	}
-	memcpy(all, tok, tl);
-	if (tl)
-		all[tl] = '\n';
-	memcpy(all + n - len, buf, len);
-	for (size_t i = 0; i < PS_ARRAY_LEN(fds); i++) {
-		int fl = fds[i] >= 0 ? fcntl(fds[i], F_GETFL) : -1;
-
-		if (fl < 0)
-			continue;
-		if (fl & O_NONBLOCK)	/* os.set_blocking(4, False) must not cut the report */
-			fcntl(fds[i], F_SETFL, fl & ~O_NONBLOCK);
-		if (ps_write_all(fds[i], all, n) == 0)
-			break;
-	}
-	free(all);
-}
-
 /* (report bytes, exit code) from pyshim into the channel; the fallback when even that fails. */
 static int write_answer(PyObject *r, int report_fd)
 {
@@ -164,10 +134,10 @@ static int write_answer(PyObject *r, int report_fd)
 		PyObject *b = PyTuple_GET_ITEM(r, 0);
 
 		rc = (int)PyLong_AsLong(PyTuple_GET_ITEM(r, 1));
-		write_cell_report(report_fd, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+		ps_interp_write_report(report_fd, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
 	} else {
 		PyErr_Clear();
-		write_cell_report(report_fd, fallback, strlen(fallback));
+		ps_interp_write_report(report_fd, fallback, strlen(fallback));
 	}
 	Py_XDECREF(r);
 	return rc;

@@ -189,19 +189,34 @@ int ps_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int ps_writev_all(int fd, struct iovec *iov, int n)
+{
+	for (;;) {
+		ssize_t w;
+
+		for (; n > 0 && !iov->iov_len; iov++, n--)
+			;
+		if (n == 0)
+			return 0;
+		w = writev(fd, iov, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		for (; n > 0 && (size_t)w >= iov->iov_len; iov++, n--)
+			w -= (ssize_t)iov->iov_len;
+		if (n > 0) {	/* a short write: the rest of this iovec, then the others */
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+}
+
 int ps_write_line(int fd, const char *line, size_t len)
 {
 	struct iovec iov[2] = { { (void *)line, len }, { "\n", 1 } };
-	ssize_t w;
 
-	do
-		w = writev(fd, iov, 2);
-	while (w < 0 && errno == EINTR);
-	if (w < 0)
-		return -errno;
-	if ((size_t)w >= len)
-		return (size_t)w == len ? ps_write_all(fd, "\n", 1) : 0;
-	return ps_write_all(fd, line + w, len - (size_t)w) ?: ps_write_all(fd, "\n", 1);
+	return ps_writev_all(fd, iov, 2);
 }
 
 static int rmtree_at(int parent, const char *name)

@@ -52,6 +52,9 @@ int ps_read_exact(int fd, void *buf, size_t len);
 /* write() all of buf, retrying on EINTR/short writes. 0 or -errno. Async-signal-safe. */
 int ps_write_all(int fd, const void *buf, size_t len);
 /* line and a newline, in one write when it fits (a reader of lines wakes once). 0 or -errno. */
+/* Every byte of the iovecs (short writes and EINTR resumed; iov is consumed). 0 or -errno. */
+struct iovec;
+int ps_writev_all(int fd, struct iovec *iov, int n);
 int ps_write_line(int fd, const char *line, size_t len);
 /* One descriptor over a unix socket (SCM_RIGHTS) with one byte of data, tag. 0 or -errno.
  * No allocation: a child may call it after fork. */

@@ -77,28 +77,37 @@ static unsigned pick_slot(const struct zyg *z)
 	return 0;
 }
 
+/* One message to the front with descriptors passed alongside (SCM_RIGHTS). 0 or -errno. */
+static int send_to_front(struct ps_zworker *m, const int *fds, size_t nfds)
+{
+	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * PS_ZWORKER_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			      .msg_controllen = CMSG_SPACE(sizeof(int) * nfds) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+	if (nfds > PS_ZWORKER_FDS)
+		return -EINVAL;
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	return sendmsg(PS_ZYGOTE_CTL_FD, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
 static int announce(const struct zw *w, uint64_t tag, int life_r)
 {
 	struct ps_zworker m = { .magic = PS_ZWORKER_MAGIC, .slot = w->slot, .serial = w->serial,
 				.tag = tag, .pid = w->proc.pid };
 	int fds[PS_ZWORKER_FDS] = { w->proc.f.in, w->proc.f.out, w->proc.f.err, w->proc.f.status,
 				    w->proc.f.report, w->proc.f.pidfd, life_r };
-	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
-	union {
-		char buf[CMSG_SPACE(sizeof(fds))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			      .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
 	int ret;
 
 	snprintf(m.token, sizeof(m.token), "%s", w->o.report_token);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	ret = sendmsg(PS_ZYGOTE_CTL_FD, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	ret = send_to_front(&m, fds, PS_ZWORKER_FDS);
 	explicit_bzero(m.token, sizeof(m.token));
 	return ret;
 }
@@ -216,20 +225,8 @@ static void hand_session(const struct zsess *e, int sock, uint64_t tag)
 {
 	struct ps_zworker m = { .magic = PS_ZWORKER_MAGIC, .tag = tag, .pid = e->pid };
 	int fds[PS_ZSESSION_FDS] = { sock, e->pidfd };
-	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
-	union {
-		char buf[CMSG_SPACE(sizeof(fds))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			      .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
 
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-	if (sendmsg(PS_ZYGOTE_CTL_FD, &msg, MSG_NOSIGNAL) < 0)
+	if (send_to_front(&m, fds, PS_ZSESSION_FDS) < 0)
 		kill(e->pid, SIGKILL);	/* reaped like any other */
 	close(sock);
 }
