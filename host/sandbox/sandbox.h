@@ -152,6 +152,8 @@ enum { PS_LEARN_FD = 5 };
 bool ps_filter_is_arg_checked(const char *name);
 /* Does the filter carry a learn-mode listener to hand over? */
 bool ps_filter_learns(const struct ps_filter *f);
+/* May the worker make itself SCHED_IDLE as it exits (no filter, or one that allows it)? */
+bool ps_filter_idle_exit(const struct ps_filter *f);
 
 /* --- notify.c: pysnip learn's supervisor (seccomp user notification, libseccomp) --- */
 enum { PS_NOTIFY_MAX_NR = 512 };

@@ -49,6 +49,7 @@ struct ps_filter {
 	uint8_t learn;		/* pysnip learn: unlisted syscalls notify (notify.c) */
 	uint32_t load_flags;	/* SECCOMP_FILTER_FLAG_* (a profile's "flags") */
 	uint8_t session;	/* a session holder's: fork allowed, signals within the session */
+	uint8_t idle_exit;	/* the worker may make itself SCHED_IDLE (ps_filter_idle_exit) */
 };
 
 static uint32_t ret_action(const struct ps_filter *f)
@@ -122,7 +123,8 @@ static const unsigned fcntl_allowed[] = {
  * "seccomp.allow" would lift the check, so that is an error; a profile's allow of one is
  * narrowed to the check (the reason is what check-policy says). */
 static const char *const arg_checked[] = {
-	"clone", "fcntl", "ioctl", "kill", "prlimit64", "rt_sigaction", "tgkill", NULL,
+	"clone", "fcntl", "ioctl", "kill", "prlimit64", "rt_sigaction", "sched_setscheduler",
+	"tgkill", NULL,
 };
 static const char *const arg_checked_why[] = {
 	"narrowed to threads (CLONE_THREAD, no namespace flag), only with seccomp.threads",
@@ -130,9 +132,12 @@ static const char *const arg_checked_why[] = {
 	 "F_SETOWN_EX, F_SETSIG, F_SETLEASE, F_NOTIFY)"),
 	"narrowed to TCGETS, TIOCGWINSZ, FIONREAD, FIOCLEX, FIONCLEX, FIONBIO",
 	"narrowed to the worker itself", "narrowed to the worker's own limits",
-	"narrowed to handlers other than SIGSYS's", "narrowed to the worker itself",
+	"narrowed to handlers other than SIGSYS's",
+	"narrowed to the worker itself becoming SCHED_IDLE (what it does as it exits)",
+	"narrowed to the worker itself",
 };
-enum { ARG_CLONE, ARG_FCNTL, ARG_IOCTL, ARG_KILL, ARG_PRLIMIT, ARG_SIGACTION, ARG_TGKILL, ARG_COUNT };
+enum { ARG_CLONE, ARG_FCNTL, ARG_IOCTL, ARG_KILL, ARG_PRLIMIT, ARG_SIGACTION, ARG_SCHED,
+       ARG_TGKILL, ARG_COUNT };
 #define ARG_ALL ((1u << ARG_COUNT) - 1)
 /* One name, one reason and one bit each, in the same order (a merge once left them apart). */
 _Static_assert(PS_ARRAY_LEN(arg_checked) == ARG_COUNT + 1, "arg_checked and ARG_*");
@@ -222,6 +227,11 @@ bool ps_filter_is_arg_checked(const char *name)
 	return is_arg_checked(name);
 }
 
+bool ps_filter_idle_exit(const struct ps_filter *f)
+{
+	return !f || f->idle_exit;
+}
+
 bool ps_filter_learns(const struct ps_filter *f)
 {
 	return f && f->learn == PS_LEARN_NOTIFY;
@@ -300,6 +310,13 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct ps_policy *p, uint32_
 	c[0] = SCMP_A0_32(SCMP_CMP_EQ, 0);
 	if ((mask & (1u << ARG_PRLIMIT)) &&
 	    add_rule(ctx, SCMP_ACT_ALLOW, "prlimit64", 1, c, err, errlen) < 0)
+		return -1;
+	/* The worker's own step down to SCHED_IDLE once its report is out (worker.c,
+	 * child_report_exit): lower, never higher, and only itself. */
+	c[0] = SCMP_A0_32(SCMP_CMP_EQ, 0);
+	c[1] = SCMP_A1_32(SCMP_CMP_EQ, SCHED_IDLE);
+	if ((mask & (1u << ARG_SCHED)) && deny != SCMP_ACT_ALLOW &&
+	    add_rule(ctx, SCMP_ACT_ALLOW, "sched_setscheduler", 2, c, err, errlen) < 0)
 		return -1;
 	/* Allowed here, narrowed to the worker itself by the program's prefix (write_prefix). */
 	if (((mask & (1u << ARG_KILL)) && add_rule(ctx, SCMP_ACT_ALLOW, "kill", 0, NULL, err,
@@ -382,6 +399,7 @@ struct prof_build {
 	scmp_filter_ctx ctx;
 	uint32_t def, floor, kill;
 	unsigned arg_allowed;			/* 1 << ARG_*: the profile allows it */
+	unsigned arg_denied;			/* 1 << ARG_*: the profile denies it */
 	bool write_allowed;			/* write(2) allowed whatever its arguments */
 	bool never_denied[128];			/* by index into ps_syscalls_never */
 	struct ps_filter_report *rep;
@@ -491,6 +509,8 @@ static int prof_rule_name(struct prof_build *b, const struct ps_prof_rule *r, co
 	}
 	if (!strcmp(name, "write") && allows && !r->nargs)
 		b->write_allowed = true;
+	if (checked >= 0 && !allows)
+		b->arg_denied |= 1u << checked;
 	if (checked >= 0 && allows) {
 		b->arg_allowed |= 1u << checked;
 		return b->rep ? report(b, &b->rep->overridden, "%s (%s): %s", name, r->where,
@@ -560,25 +580,32 @@ static int build_rules(scmp_filter_ctx ctx, const struct ps_policy *p, struct ps
 				.errlen = errlen };
 	int clone3 = never_index("clone3");
 	struct scmp_arg_cmp c[1];
+	unsigned mask;
 
-	if (!p->seccomp_profile)
+	if (!p->seccomp_profile) {
+		f->idle_exit = 1;
 		return add_groups(ctx, p, err, errlen) < 0 || add_extra(ctx, p, err, errlen) < 0 ||
 		       add_arg_rules(ctx, p, def, ARG_ALL, false, f->session, err, errlen) < 0 ? -1 : 0;
+	}
 	b.floor = deny_action(p->seccomp_action, p->seccomp_errno);
 	b.kill = p->seccomp_action == PS_SECCOMP_KILL_PROCESS ? SCMP_ACT_KILL_PROCESS
 							       : SCMP_ACT_TRAP;
 	f->trap = prof_traps(&b);
+	if (prof_rules(&b) < 0)
+		return -1;
+	/* The worker's SCHED_IDLE exit unless the profile denies sched_setscheduler itself */
+	mask = b.arg_allowed | (b.arg_denied & (1u << ARG_SCHED) ? 0 : 1u << ARG_SCHED);
+	f->idle_exit = !(b.arg_denied & (1u << ARG_SCHED)) || def == SCMP_ACT_ALLOW;
 	if (p->seccomp_profile->flags & PS_PFLAG_LOG)
 		f->load_flags |= SECCOMP_FILTER_FLAG_LOG;
 	/* The SIGSYS handler reports on the status pipe with write(2): under a profile that
 	 * denies write, that one descriptor stays writable, or no denial could be named. */
 	c[0] = SCMP_A0_32(SCMP_CMP_EQ, PS_SECCOMP_REPORT_FD);
-	if (prof_rules(&b) < 0 ||
-	    (f->trap && !b.write_allowed &&
+	if ((f->trap && !b.write_allowed &&
 	     add_rule(ctx, SCMP_ACT_ALLOW, "write", 1, c, err, errlen) < 0) ||
 	    add_groups(ctx, p, err, errlen) < 0 || add_extra(ctx, p, err, errlen) < 0 ||
-	    add_arg_rules(ctx, p, def, b.arg_allowed, b.never_denied[clone3], f->session,
-			  err, errlen) < 0)
+	    add_arg_rules(ctx, p, def, mask, b.never_denied[clone3], f->session, err,
+			  errlen) < 0)
 		return -1;
 	return prof_floor(&b);
 }
@@ -737,12 +764,13 @@ struct filter_wire {
 	uint32_t load_flags;
 	uint32_t learn;
 	uint32_t session;
+	uint32_t idle_exit;
 };
 
 int ps_filter_send(const struct ps_filter *f, int fd)
 {
 	struct filter_wire h = { f->len, (int32_t)f->action, f->errno_val, f->trap,
-				 f->load_flags, f->learn, f->session };
+				 f->load_flags, f->learn, f->session, f->idle_exit };
 	int rc = ps_write_all(fd, &h, sizeof(h));
 
 	return rc < 0 ? rc : ps_write_all(fd, f->insns, (size_t)f->len * sizeof(*f->insns));
@@ -771,6 +799,7 @@ int ps_filter_receive(int fd, const struct ps_filter **out, struct ps_child_err 
 	rx.load_flags = h.load_flags;
 	rx.learn = (uint8_t)h.learn;
 	rx.session = (uint8_t)h.session;
+	rx.idle_exit = (uint8_t)h.idle_exit;
 	*out = &rx;
 	return 0;
 }

@@ -321,6 +321,9 @@ for name, nr, args in [("read", 0, (-1, 0, 0)), ("fstat", 5, (-1, 0)), ("lseek",
                        ("personality", 135, (0xffffffff,)), ("userfaultfd", 323, (0,)),
                        ("rt_sigaction_SIGSYS", 13, (31, 0, 0, 8)),
                        ("rt_sigaction_SIGSYS_set", 13, (31, 1, 0, 8)),
+                       # the worker's own SCHED_IDLE as it exits is allowed; nothing else
+                       ("sched_idle_self", 144, (0, 5, 0)), ("sched_batch_self", 144, (0, 3, 0)),
+                       ("sched_idle_pid1", 144, (1, 5, 0)),
                        ("x32_read", 0x40000000, (-1, 0, 0))]:
     ctypes.set_errno(0)
     rc = libc.syscall(nr, *[ctypes.c_long(a) for a in args])
@@ -344,10 +347,11 @@ def test_seccomp_tells_denial_from_ordinary_failure():
     # Allowed calls reach the kernel and fail in the ordinary way.
     for allowed in ("read", "fstat", "lseek", "dup", "ioctl_TCGETS", "rt_sigaction_SIGSYS"):
         assert got[allowed] in (errno.EBADF, 0), (allowed, got)
+    assert got["sched_idle_self"] == errno.EINVAL, got  # (no sched_param: the kernel's answer)
     # Denied ones fail with the sentinel, before the kernel looks at their arguments.
     for denied in ("ioctl_TIOCSTI", "socket", "ptrace", "execve", "fork", "bpf", "unshare",
                    "mount", "io_uring_setup", "keyctl", "personality", "userfaultfd",
-                   "rt_sigaction_SIGSYS_set", "x32_read"):
+                   "rt_sigaction_SIGSYS_set", "sched_batch_self", "sched_idle_pid1", "x32_read"):
         assert got[denied] == SENTINEL, (denied, got)
     # clone3 fails with ENOSYS so that libc falls back to clone.
     assert got["clone3"] == errno.ENOSYS

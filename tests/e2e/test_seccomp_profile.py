@@ -362,6 +362,31 @@ def test_serve_runs_profile_policies():
         s.stop()
 
 
+def test_a_profile_that_kills_sched_setscheduler_keeps_the_workers_exit(tmp_path):
+    """A zygote's worker steps down to SCHED_IDLE once its report is out (worker.c) where the
+    filter allows that; a profile that kills sched_setscheduler itself gets no such call: the
+    run still ends ok, exec and served. The positive control is the same profile without
+    that rule, and the snippet's own call to it is killed, naming it."""
+    with open(profile("pysnip-default.json")) as f:
+        doc = json.load(f)
+    doc["syscalls"].append({"names": ["sched_setscheduler"], "action": "SCMP_ACT_KILL"})
+    prof = save_json(tmp_path / "kills-sched.json", doc)
+    pol = save_json(tmp_path / "killsched.json", {"extends": "default",
+                                                  "seccomp": {"profile": prof}})
+    v, rc, err = run_exec("print('exec')\n", "--policy", pol)
+    assert rc == 0 and v["status"] == "ok" and v["stdout"] == "exec\n", (v, err)
+    from servekit import Server
+    s = Server("--policy", pol, "--workers", "1", "--disable-layer", "python")
+    try:
+        for _ in range(3):
+            status, _, v = s.exec("print('served')")
+            assert status == 200 and v["status"] == "ok" and v["stdout"] == "served\n", v
+        status, _, v = s.exec("import ctypes\nctypes.CDLL(None).syscall(144, 0, 5, 0)\n")
+    finally:
+        s.stop()
+    assert v["status"] == "denied" and v["denials"][0]["event"] == "sched_setscheduler", v
+
+
 def test_with_server_the_option_is_refused():
     verdict, rc, err = run_exec("print(1)\n", "--server", "http://127.0.0.1:1",
                                 "--seccomp-profile", profile("no-write.json"))
