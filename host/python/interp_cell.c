@@ -202,11 +202,16 @@ int ps_interp_cell_run(const char *code, size_t len, unsigned long count, int re
 	 * the report can be built. */
 	if (exc && PyErr_GivenExceptionMatches(exc, PyExc_MemoryError))
 		PyDict_Clear(globals);
-	r = ps_interp_shim_call("cell_finish",
-				Py_BuildValue("(OOOOOki)", exc ? exc : Py_None, src ? src : Py_None,
-					      ps_audit_raised_by_hook(exc) ? Py_True : Py_False,
-					      value ? value : Py_None, has_value ? Py_True : Py_False,
-					      count, ps_interp_cell_threads()));
+	int threads = ps_interp_cell_threads();
+
+	r = ps_interp_cell_plain_end(exc, value, count, threads);
+	if (!r && !PyErr_Occurred())
+		r = ps_interp_shim_call("cell_finish",
+					Py_BuildValue("(OOOOOki)", exc ? exc : Py_None,
+						      src ? src : Py_None,
+						      ps_audit_raised_by_hook(exc) ? Py_True : Py_False,
+						      value ? value : Py_None,
+						      has_value ? Py_True : Py_False, count, threads));
 	Py_XDECREF(exc);
 	Py_XDECREF(value);
 	Py_XDECREF(parts);

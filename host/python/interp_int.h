@@ -12,6 +12,8 @@ PyObject *ps_interp_shim_call(const char *name, PyObject *args);
 PyObject *ps_interp_fetch_exception(void);
 /* Undo what the code may have left broken that building a report needs (tracer, recursion). */
 void ps_interp_restore_for_report(void);
+PyObject *ps_interp_cell_plain_end(PyObject *exc, PyObject *value, unsigned long count,
+				   int threads);
 /* The report behind the run's token, on the private copy of the channel first. */
 void ps_interp_write_report(int report_fd, const char *buf, size_t len);
 /* The run's report token, and the private copy of the report channel (-1: none). */

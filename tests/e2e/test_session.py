@@ -47,6 +47,25 @@ def test_state_kept_across_cells():
         assert v["execution_count"] == 2
 
 
+def test_plain_cell_end_says_what_the_python_end_says():
+    """A cell with nothing to show (no value, display, figure, thread or denial) has its report
+    made in C (interp.c, ps_interp_cell_plain_end); it must carry what cell_finish() gives
+    any other cell: the same fields, the streams' unterminated output, the count."""
+    code = "import sys\nprint('out', end='')\nn = sys.stderr.write('err')\n"
+    with Session() as s:
+        plain = s.run(code)
+        shown = s.run(code + "5")  # a value: pyshim's cell_finish() builds this one
+        none = s.run("None")       # the value None shows nothing, as in IPython
+    for v in (plain, shown):
+        assert v["status"] == "ok" and v["state"] == "kept", v
+        assert (v["stdout"], v["stderr"]) == ("out", "err"), v
+        assert v["display"] == [] and v["exception"] is None and v["denials"] == [], v
+    assert plain["result"] is None and none["result"] is None
+    assert shown["result"]["data"]["text/plain"] == "5"
+    assert (plain["execution_count"], shown["execution_count"]) == (1, 2)
+    assert set(plain) == set(shown) == set(none), set(plain) ^ set(shown)
+
+
 def test_function_and_import_used_in_next_cell():
     with Session() as s:
         assert s.run("import math\ndef area(r):\n    return math.pi * r * r\n")["status"] == "ok"
