@@ -104,20 +104,48 @@ char *ps_host_next_line(struct host *h, bool *eof)
 
 /* --- the holder --- */
 
-/* Background work is also SCHED_BATCH: at nice 19 alone a woken process still preempted
- * the one that woke it (perf sched: a killed holder's 1.7 ms teardown ran on the host's CPU
- * while the verdict waited); a batch task never preempts at its wakeup, and still gets its
- * share (not SCHED_IDLE, which a loaded machine could starve: an old holder not torn down
- * holds a slot of the session's RLIMIT_NPROC). */
-void ps_host_renice(struct host *h, int pidfd, pid_t pid, int nice)
+/* Three levels. A cell is foreground (SCHED_OTHER, nice 0). The holder forking the next
+ * spare and the spare warming up are SCHED_IDLE: a woken process preempts an idle-class one
+ * at once, while batch or nice 19 alone kept the CPU for the rest of its slice (perf sched:
+ * the front's answer queued 1.3 ms behind such a fork); the host raises either to the
+ * foreground whenever a cell waits on it (host_cell.c), so a loaded machine cannot starve
+ * a cell through them. An old holder's teardown is SCHED_BATCH at nice 19: it never preempts
+ * at its wakeup and still gets its share (at SCHED_IDLE a loaded machine could starve it,
+ * and it holds a slot of the session's RLIMIT_NPROC until it is reaped). */
+void ps_host_renice(struct host *h, int pidfd, pid_t pid, enum ps_prio prio)
 {
+	static const int policy[] = { SCHED_OTHER, SCHED_IDLE, SCHED_BATCH };
 	struct pollfd p = { .fd = pidfd, .events = POLLIN };
 	struct sched_param sp = { 0 };
 
 	if (!h->renice || pid <= 0 || pidfd < 0 || poll(&p, 1, 0) != 0)
 		return;
-	(void)sched_setscheduler(pid, nice > 0 ? SCHED_BATCH : SCHED_OTHER, &sp);
-	(void)setpriority(PRIO_PROCESS, (id_t)pid, nice);
+	(void)sched_setscheduler(pid, policy[prio], &sp);
+	(void)setpriority(PRIO_PROCESS, (id_t)pid, prio == PS_PRIO_FOREGROUND ? 0 : 19);
+}
+
+/* A cell starts on the CPU we run on: its command, its report and our verdict then pass
+ * between two processes of one CPU, where each wakeup is a switch; on the scheduler's own
+ * choice a woken process goes to an idle CPU, and in a VM an idle vCPU is halted, so that
+ * each of the two hops could wait for the hypervisor to wake it (tens of us to over a ms).
+ * A cell still running after PIN_US gets every CPU we have (host_cell.c, on_timer), so a
+ * long cell is not held to one CPU beside other sessions' work. */
+bool ps_host_pin(struct host *h, pid_t pid)
+{
+	int cpu = sched_getcpu();
+	cpu_set_t one;
+
+	if (pid <= 0 || cpu < 0 || !CPU_ISSET(cpu, &h->cpus) || CPU_COUNT(&h->cpus) < 2)
+		return false;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	return sched_setaffinity(pid, sizeof(one), &one) == 0;
+}
+
+void ps_host_unpin(struct host *h, pid_t pid)
+{
+	if (pid > 0)
+		(void)sched_setaffinity(pid, sizeof(h->cpus), &h->cpus);
 }
 
 /* Background work at nice 19 (the holder forking and warming the next cell, an old holder's
@@ -677,6 +705,8 @@ static void host_init(struct host *h)
 	h->spare_pidfd = -1;
 	h->grace_ms = DEFAULT_GRACE_MS;
 	h->start_us = h->idle_since_us = ps_now_us();
+	if (sched_getaffinity(0, sizeof(h->cpus), &h->cpus) < 0)
+		CPU_ZERO(&h->cpus);	/* no pinning (ps_host_pin) */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);	/* our parent's death ends the session */
 }
 

@@ -216,7 +216,7 @@ static void kill_old_holder(struct cell *c)
 {
 	if (c->holder_dead)
 		return;
-	ps_host_renice(c->h, c->h->holder_pidfd, c->h->holder, 19);
+	ps_host_renice(c->h, c->h->holder_pidfd, c->h->holder, PS_PRIO_TEARDOWN);
 	pidfd_signal(c->h->holder_pidfd, SIGKILL);
 }
 
@@ -229,7 +229,11 @@ static void take_over(struct cell *c)
 	c->shed_deadline_us = ps_now_us() + c->h->grace_ms * 1000;
 	if (c->shedding)
 		m.kind = PS_SCMD_SHED;
-	ps_host_renice(c->h, c->pidfd, c->pid, c->shedding ? 0 : 19);
+	if (c->widen_us) {	/* the holder's background work runs anywhere */
+		c->widen_us = 0;
+		ps_host_unpin(c->h, c->pid);
+	}
+	ps_host_renice(c->h, c->pidfd, c->pid, c->shedding ? PS_PRIO_FOREGROUND : PS_PRIO_AHEAD);
 	(void)ps_write_all(c->h->hp.f.in, &m, sizeof(m));
 }
 
@@ -254,7 +258,7 @@ static void shed_done(struct cell *c, const struct ps_status_rec *rec)
 	c->pid = hp.ours;
 	c->pid_proc = hp.proc;
 	c->cell_dead = false;
-	ps_host_renice(c->h, c->pidfd, c->pid, 19);
+	ps_host_renice(c->h, c->pidfd, c->pid, PS_PRIO_AHEAD);
 	(void)ps_write_all(c->h->hp.f.in, &m, sizeof(m));
 }
 
@@ -323,7 +327,9 @@ static void take_record(struct cell *c, const struct ps_status_rec *rec)
 			c->pid = hp.ours;
 			c->pid_proc = hp.proc;
 			c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
-			ps_host_renice(h, c->pidfd, c->pid, 0);
+			ps_host_renice(h, c->pidfd, c->pid, PS_PRIO_FOREGROUND);
+			if (ps_host_pin(h, c->pid))
+				c->widen_us = ps_now_us() + PIN_US;
 		}
 		if (c->killed && c->pidfd >= 0)
 			pidfd_signal(c->pidfd, SIGKILL);
@@ -442,6 +448,11 @@ static void on_timer(struct cell *c, uint64_t now)
 		c->int_killed = true;
 		kill_cell(c);
 	}
+	if (c->widen_us && now >= c->widen_us) {
+		c->widen_us = 0;
+		if (!c->done && !c->cell_dead)
+			ps_host_unpin(c->h, c->pid);
+	}
 	if (c->pid > 0 && !c->done && c->r.limits.cpu_ms && now >= c->cpu_check_us) {
 		c->cpu_check_us = now + CPU_POLL_MS * 1000;
 		/* RLIMIT_CPU's SIGXCPU is the cell's limit; this is the backstop for a cell that
@@ -486,6 +497,8 @@ static int next_timeout(const struct cell *c)
 		t = c->int_deadline_us;
 	if (c->pid > 0 && c->r.limits.cpu_ms && c->cpu_check_us < t)
 		t = c->cpu_check_us;
+	if (c->widen_us && c->widen_us < t)
+		t = c->widen_us;
 	if (c->done || c->killed)
 		return 50;
 	return t <= now ? 0 : (int)((t - now + 999) / 1000);
@@ -628,9 +641,11 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 	if (ps_host_take_spare(h, &sp, &c.pidfd) == 0) {
 		c.pid = sp.ours;
 		c.pid_proc = sp.proc;
-		ps_host_renice(h, c.pidfd, c.pid, 0);	/* the cell is foreground work */
+		ps_host_renice(h, c.pidfd, c.pid, PS_PRIO_FOREGROUND);	/* the cell */
+		if (ps_host_pin(h, c.pid))
+			c.widen_us = c.start_us + PIN_US;
 	} else {	/* the holder has yet to fork it: at full speed */
-		ps_host_renice(h, h->holder_pidfd, h->holder, 0);
+		ps_host_renice(h, h->holder_pidfd, h->holder, PS_PRIO_FOREGROUND);
 	}
 	if (send_command(&c) == 0)
 		supervise(&c);

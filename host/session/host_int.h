@@ -3,6 +3,7 @@
 #ifndef PS_SESSION_HOST_INT_H
 #define PS_SESSION_HOST_INT_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -49,6 +50,7 @@ struct host {
 	struct ps_held held;
 	char token[40];
 	bool renice;			/* the session's background work may run at nice 19 */
+	cpu_set_t cpus;			/* ours when we started: a cell's CPUs once it runs on */
 
 	uint64_t count;			/* execution_count of the last cell */
 	uint64_t cells, cpu_us, start_us, idle_since_us;
@@ -77,7 +79,13 @@ int ps_host_take_spare(struct host *h, struct ps_host_pid *out, int *pidfd);
 void ps_host_drop_spare(struct host *h);
 /* A process of the session at this nice value, if h->renice and its pidfd says it is alive
  * (so that pid is still its). */
-void ps_host_renice(struct host *h, int pidfd, pid_t pid, int nice);
+/* ps_host_renice's levels (host.c says why each) */
+enum ps_prio { PS_PRIO_FOREGROUND, PS_PRIO_AHEAD, PS_PRIO_TEARDOWN };
+void ps_host_renice(struct host *h, int pidfd, pid_t pid, enum ps_prio prio);
+/* A cell's first PIN_US on the CPU we run on, then every CPU we have (host.c says why). */
+enum { PIN_US = 3000 };
+bool ps_host_pin(struct host *h, pid_t pid);
+void ps_host_unpin(struct host *h, pid_t pid);
 /* Records the holder wrote between cells (a spare's FORKED): read without blocking. */
 void ps_host_read_idle_records(struct host *h);
 int ps_host_send(struct host *h, const char *line);	/* one JSON line to the front */
@@ -108,6 +116,7 @@ struct cell {
 	struct ps_run r;
 	struct ps_outcome o;
 	uint64_t start_us, deadline_us, int_deadline_us, cpu_check_us;
+	uint64_t widen_us;	/* pinned to our CPU until then (ps_host_pin) */
 	pid_t pid;		/* the cell in our PID namespace, 0 until known */
 	pid_t pid_proc;		/* and as /proc names it */
 	int pidfd;

@@ -54,7 +54,14 @@ struct zyg {
 	size_t n_sess, cap_sess;
 	int spare_sock;		/* -1: no session host forked ahead */
 	bool sessions_wanted;	/* a session was asked for: keep one forked ahead */
+	uint64_t spare_session_at_us;	/* the next one not before (after a hand-out) */
 };
+
+/* A spare session host handed out: the request's path on (the front adopts it, configures
+ * it, answers) takes a fraction of this; its replacement is forked after it, not on the
+ * CPU the front was just woken on (perf sched: the fork and the new host's start, 1.3 ms
+ * each, held the front's answer up). */
+enum { SPARE_SESSION_DELAY_US = 3000 };
 
 /* The lowest free slot, preferring one whose uid (a policy's uid range) no live worker has,
  * so that concurrent runs get distinct uids where the range allows. */
@@ -177,7 +184,7 @@ static int fork_worker(struct zyg *z, const struct ps_limits *l, uint64_t tag)
 static struct sigaction py_sigint;
 
 static int spawn_session(struct zyg *z, const struct ps_limits *l,
-			 const struct ps_session_limits *sl, int slot, struct zsess **out)
+			 const struct ps_session_limits *sl, int slot, bool ahead, struct zsess **out)
 {
 	int sv[2], pidfd;
 	pid_t pid;
@@ -202,6 +209,11 @@ static int spawn_session(struct zyg *z, const struct ps_limits *l,
 		syscall(SYS_close_range, PS_ZYGOTE_CTL_FD + 1, ~0U, 0);
 		/* a session's interrupt is SIGINT -> KeyboardInterrupt: Python's handler again */
 		sigaction(SIGINT, &py_sigint, NULL);
+		/* Forked ahead: its start (the holder's phases) is background work that yields at
+		 * once to any other (nice 19 alone kept the CPU for its slice); fork_session puts
+		 * it back when a request claims it. Root only, as ahead_nice. */
+		if (ahead && z->w.ahead_nice)
+			(void)sched_setscheduler(0, SCHED_IDLE, &(struct sched_param){ 0 });
 		_exit(ps_session_host_run(&z->p, z->w.layers_off, z->w.shared_scratch, l, sl, slot));
 	}
 	close(sv[1]);
@@ -256,14 +268,18 @@ static void fork_session(struct zyg *z, const struct ps_zcmd *c)
 		if (e) {
 			e->spare = false;
 			/* not yet reaped, so the pid is still its: foreground work from now on */
-			if (z->w.ahead_nice)
+			if (z->w.ahead_nice) {
+				(void)sched_setscheduler(e->pid, SCHED_OTHER,
+							 &(struct sched_param){ 0 });
 				(void)setpriority(PRIO_PROCESS, (id_t)e->pid, 0);
+			}
 			hand_session(e, z->spare_sock, c->tag);
 			z->spare_sock = -1;
+			z->spare_session_at_us = ps_now_us() + SPARE_SESSION_DELAY_US;
 			return;
 		}
 	}
-	sock = spawn_session(z, &c->limits, &c->session, c->slot, &e);
+	sock = spawn_session(z, &c->limits, &c->session, c->slot, false, &e);
 	if (sock >= 0)
 		hand_session(e, sock, c->tag);
 }
@@ -275,13 +291,13 @@ static void keep_spare_session(struct zyg *z)
 	struct ps_session_limits none = { 0 };
 	struct zsess *e;
 
-	if (!z->sessions_wanted || z->spare_sock >= 0)
+	if (!z->sessions_wanted || z->spare_sock >= 0 || ps_now_us() < z->spare_session_at_us)
 		return;
 	/* background work, as a worker spare: its fork and its start (the holder's phases) at
 	 * the spares' priority, so that they yield to the session just handed out */
 	if (z->w.ahead_nice)
 		(void)setpriority(PRIO_PROCESS, 0, z->w.ahead_nice);
-	z->spare_sock = spawn_session(z, &z->p.limits, &none, -1, &e);
+	z->spare_sock = spawn_session(z, &z->p.limits, &none, -1, true, &e);
 	if (z->w.ahead_nice)
 		(void)setpriority(PRIO_PROCESS, 0, 0);
 	if (z->spare_sock >= 0)
@@ -423,6 +439,11 @@ static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 			timeout = (int)((z->hold_until_us - now + 999) / 1000);
 		if (!running(z))
 			keep_spare_session(z);
+		if (z->sessions_wanted && z->spare_sock < 0 && now < z->spare_session_at_us) {
+			int t = (int)((z->spare_session_at_us - now + 999) / 1000);
+
+			timeout = timeout < 0 || t < timeout ? t : timeout;
+		}
 		if (cap < z->n + z->n_sess + 1) {
 			cap = z->n + z->n_sess + 16;
 			p = realloc(p, cap * sizeof(*p));

@@ -176,6 +176,40 @@ def test_a_session_is_a_fork_of_the_zygote(srv):
     delete(srv, sid)
 
 
+@needs_root
+def test_a_session_host_forked_ahead_is_idle_until_a_request_takes_it(srv):
+    """The zygote's spare session host starts at SCHED_IDLE (background work that yields at
+    once: zygote.c); the request that takes it puts it back to SCHED_OTHER, so a session
+    never runs at idle priority."""
+    zpid = list(srv.zygotes().values())[0]
+    with open("/proc/%d/cmdline" % zpid, "rb") as f:
+        zcmd = f.read()
+
+    def hosts():
+        out = {}
+        for c in srv.children(zpid):
+            with open("/proc/%d/cmdline" % c, "rb") as f:
+                if f.read() == zcmd:
+                    out[c] = os.sched_getscheduler(c)
+        return out
+
+    a = new(srv)
+    assert run(srv, a, "x = 1")["status"] == "ok"
+    deadline = time.monotonic() + 10
+    while os.SCHED_IDLE not in hosts().values() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    before = hosts()
+    spare = [pid for pid, pol in before.items() if pol == os.SCHED_IDLE]
+    assert len(spare) == 1, before
+    assert all(pol == os.SCHED_OTHER for pid, pol in before.items() if pid not in spare), before
+    b = new(srv)
+    assert run(srv, b, "x = 2")["status"] == "ok"
+    assert os.sched_getscheduler(spare[0]) == os.SCHED_OTHER  # b's host now
+    assert os.getpriority(os.PRIO_PROCESS, spare[0]) == 0
+    delete(srv, a)
+    delete(srv, b)
+
+
 def fds_and_rss(pid):
     with open("/proc/%d/status" % pid) as f:
         rss = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))

@@ -66,6 +66,24 @@ def test_plain_cell_end_says_what_the_python_end_says():
     assert set(plain) == set(shown) == set(none), set(plain) ^ set(shown)
 
 
+AFFINITY = ("import os, time\nfirst = len(os.sched_getaffinity(0))\ntime.sleep(0.1)\n"
+            "(first, len(os.sched_getaffinity(0)))")
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nothing to pin to")
+def test_a_cell_starts_on_the_hosts_cpu_and_then_gets_them_all():
+    """A cell forked ahead starts pinned to the session host's CPU (its command, report and
+    verdict then pass within one CPU: host.c, ps_host_pin) and has every CPU again after
+    PIN_US (3 ms), so a long cell is not held to one; a kept cell's next one is pinned
+    afresh."""
+    n = len(os.sched_getaffinity(0))
+    with Session() as s:
+        for _ in range(3):
+            assert s.run("x = 1")["status"] == "ok"
+            time.sleep(0.3)  # the next cell's spare forked and said so
+            assert value(s, AFFINITY) == "(1, %d)" % n
+
+
 def test_function_and_import_used_in_next_cell():
     with Session() as s:
         assert s.run("import math\ndef area(r):\n    return math.pi * r * r\n")["status"] == "ok"
