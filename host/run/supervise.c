@@ -1,8 +1,10 @@
 /* The parent's side of a run: feed stdin, collect output under a cap, read the status and
  * report channels, enforce the wall clock, reap, and make sure nothing survives. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +39,7 @@ struct sv {
 	bool exit_said;		/* a valid PS_REC_EXIT came */
 	struct ps_status_rec exit_rec;
 	uint64_t recheck_us;	/* the next wait before looking at /proc again */
+	uint64_t widen_us;	/* f->pinned gets every CPU then (0: done, or never pinned) */
 };
 
 /* The worker leads its own process group (setsid in phase_lifecycle). A zygote's worker
@@ -67,6 +70,27 @@ void ps_supervise_catch_signals(void)
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < PS_ARRAY_LEN(sigs); i++)
 		sigaction(sigs[i], &sa, NULL);
+}
+
+/* A run pinned to the front's CPU for its start (pool.c) gets every CPU from widen_us on:
+ * each thread it has by then, as /proc lists them (a thread started meanwhile inherited the
+ * pin). */
+static void widen(const struct ps_supervise_fds *f)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)f->pinned);
+	dir = opendir(path);
+	if (!dir) {
+		(void)sched_setaffinity(f->pinned, sizeof(*f->cpus), f->cpus);
+		return;
+	}
+	while ((d = readdir(dir)))
+		if (d->d_name[0] >= '1' && d->d_name[0] <= '9')
+			(void)sched_setaffinity((pid_t)atoi(d->d_name), sizeof(*f->cpus), f->cpus);
+	closedir(dir);
 }
 
 static void kill_all(struct sv *s)
@@ -280,6 +304,8 @@ static uint64_t wait_us(struct sv *s, uint64_t deadline, bool exited, bool reche
 	if (exited)
 		return 0;
 	t = s->killed ? 50000 : now >= deadline ? 0 : deadline - now;
+	if (s->widen_us && t > (s->widen_us > now ? s->widen_us - now : 0))
+		t = s->widen_us > now ? s->widen_us - now : 0;
 	if (recheck && t > s->recheck_us) {
 		t = s->recheck_us;
 		s->recheck_us = s->recheck_us * 2 > EXIT_RECHECK_MAX_US ? EXIT_RECHECK_MAX_US
@@ -292,7 +318,8 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 		  uint64_t start_us, struct ps_outcome *o)
 {
 	struct sv s = { .pid = pid, .pidfd = f->pidfd, .remote = f->life >= 0, .f = f, .r = r,
-			.o = o, .start_us = start_us };
+			.o = o, .start_us = start_us,
+			.widen_us = f->pinned > 0 && f->cpus ? f->widen_us : 0 };
 	struct pollfd p[FD_COUNT];
 	uint64_t deadline = start_us + r->limits.wall_ms * 1000;
 	bool exited = false;
@@ -337,6 +364,10 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 
 				if (c > 0)
 					break;
+				if (c == 0 && f->idle_exit_pid > 0 &&
+				    s.recheck_us == 2 * EXIT_RECHECK_FIRST_US)
+					(void)sched_setscheduler(f->idle_exit_pid, SCHED_OTHER,
+								 &(struct sched_param){ 0 });
 				if (c < 0)
 					s.exit_said = false;	/* wait for the kernel's word */
 				recheck = s.exit_said;
@@ -344,6 +375,11 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 		}
 		int n = poll_us(p, FD_COUNT, wait_us(&s, deadline, exited, recheck));
 
+		if (s.widen_us && ps_now_us() >= s.widen_us) {
+			s.widen_us = 0;
+			if (!exited)
+				widen(f);
+		}
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {

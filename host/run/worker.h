@@ -4,6 +4,7 @@
 #define PS_WORKER_H
 
 #include <signal.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -180,6 +181,15 @@ struct ps_supervise_fds {
 	bool early_exit;
 	bool threads;
 	int procstat;				/* -1: none, the record is never enough */
+	/* >0: a worker the front pinned to its own CPU for the run's start (pool.c, run_on);
+	 * from widen_us on, each of its threads gets cpus */
+	pid_t pinned;
+	uint64_t widen_us;
+	const cpu_set_t *cpus;
+	/* >0: the worker, which steps down to SCHED_IDLE once its report is out (worker.c):
+	 * put back to SCHED_OTHER if it is not in its exit at our second look (20 us on), so
+	 * that a loaded machine cannot starve the last steps the answer waits for (root only) */
+	pid_t idle_exit_pid;
 };
 
 #define PS_REAPED_MAGIC 0x64707270u	/* "prpd" */

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -449,5 +450,30 @@ def test_served_workers_draw_different_numpy_numbers():
         assert v["stdout"].strip() == "[]", v
         z = s.zygotes()["scientific"]
         assert os.listdir("/proc/%d/task" % z) == [str(z)]
+        if len(os.sched_getaffinity(0)) > 1:
+            # pinned to the front's CPU for its first 3 ms (pool.c), then every CPU for each
+            # of its threads, one started while it was pinned too (supervise.c, widen)
+            n, started_pinned = len(os.sched_getaffinity(0)), 0
+            for _ in range(5):
+                time.sleep(0.2)
+                st, _, v = s.exec(AFFINITY_THREADS)
+                first, box, last = json.loads(v["stdout"])
+                assert (first, box[1], last) == (1, n, n), v
+                started_pinned += box[0] == 1
+            assert started_pinned, "no thread started within the pin: widening not shown"
     finally:
         s.stop()
+
+
+AFFINITY_THREADS = """import os, threading, time, json
+first = len(os.sched_getaffinity(0))
+box = []
+def later():
+    box.append(len(os.sched_getaffinity(0)))
+    time.sleep(0.1)
+    box.append(len(os.sched_getaffinity(0)))
+t = threading.Thread(target=later)
+t.start()
+t.join()
+print(json.dumps([first, box, len(os.sched_getaffinity(0))]))
+"""

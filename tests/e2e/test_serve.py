@@ -26,6 +26,37 @@ def test_healthz(srv):
     assert st == 200 and body == {"status": "ok"}
 
 
+AFFINITY = """import os
+first = len(os.sched_getaffinity(0))
+import threading, time
+box = []
+def later():
+    time.sleep(0.1)
+    box.append(len(os.sched_getaffinity(0)))
+t = threading.Thread(target=later)
+t.start()
+t.join()
+print(first, box[0], len(os.sched_getaffinity(0)))
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nothing to pin to")
+def test_a_served_run_starts_on_the_fronts_cpu_and_then_gets_them_all():
+    """A run alone in the front starts pinned to the request thread's CPU (pool.c, pin: its
+    request, report and exit record pass within one CPU) and has every CPU after 3 ms, the
+    threads it started meanwhile too (supervise.c, widen)."""
+    n = len(os.sched_getaffinity(0))
+    s = Server("--policy", "notebook", "--workers", "1")
+    try:
+        for _ in range(3):
+            time.sleep(0.2)  # the spare forked and ready: the run is alone
+            st, _, v = s.exec(AFFINITY, policy="notebook")
+            assert st == 200 and v["status"] == "ok", v
+            assert v["stdout"] == "1 %d %d\n" % (n, n), v
+    finally:
+        s.stop()
+
+
 def test_exec_ok_same_verdict_as_exec(srv):
     st, h, v = srv.exec("print(1)")
     assert st == 200 and h["content-type"] == "application/json"
