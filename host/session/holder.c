@@ -135,10 +135,19 @@ static void cell_child(const struct ps_scmd *q, const char *code, const struct r
 }
 
 /* The next command for a cell from fd 0 (an input() answer for a cell that died is
- * dropped). 0 with *q and *code (NULL for PS_SCMD_SPARE), -1 when the host is gone. */
+ * dropped). 0 with *q and *code (NULL for PS_SCMD_SPARE), -1 when the host is gone.
+ * Waited for in poll, read only once there: a spare killed while it waits (from inside the
+ * session) must not take the command with it. Woken by the SIGKILL inside read(), a process
+ * still copies what came meanwhile before it dies (pipe_read looks for data first), and
+ * the holder's next spare would wait for a command that is gone (the host, told the spare
+ * died before it took one, waits for that spare: the cell ran into its wall). */
 static int next_command(struct ps_scmd *q, char **code)
 {
 	for (;;) {
+		struct pollfd p = { .fd = CMD_FD, .events = POLLIN };
+
+		while (poll(&p, 1, -1) < 0 && errno == EINTR)
+			;
 		if (ps_read_exact(CMD_FD, q, sizeof(*q)) < 0)
 			return -1;
 		if (q->magic != PS_SCMD_MAGIC)

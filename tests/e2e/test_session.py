@@ -705,5 +705,5 @@ def test_a_spare_killed_as_its_cell_starts_leaves_the_cell_to_the_next_one():
             assert len(spare) == 1, ps
             os.kill(spare[0], 9)
             v = s.run("x += 1\nx")
-            assert v["state"] == "kept", v
+            assert v["state"] == "kept", json.dumps(v)
         assert value(s, "x") == "44"  # each cell ran once
