@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,7 +37,56 @@ struct ps_session {
 	bool gone;
 	char *verdict_text;	/* the last verdict line's "verdict" value, cut from its text */
 	bool configuring;	/* a configure was sent whose answer is still to be read */
+	pid_t host_pid;		/* the session host (also one the zygote forked), or -1 */
+	bool host_pinned;	/* to the CPU of the last exec's thread (place_host) */
 };
+
+static unsigned execs_in_flight;	/* (atomic) in this process, every session's */
+
+/* The session host's pid as our PID namespace names it: the pidfd's, which the zygote
+ * handed us (its fdinfo says), or -1. */
+static pid_t pid_of_pidfd(int pidfd)
+{
+	char path[64], line[128];
+	pid_t pid = -1;
+	FILE *f;
+
+	if (pidfd < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	if (!(f = fopen(path, "re")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Pid:", 4)) {
+			pid = (pid_t)atoi(line + 4);
+			break;
+		}
+	fclose(f);
+	return pid > 0 ? pid : -1;
+}
+
+/* An exec alone in this process puts the session host on this thread's CPU: the host then
+ * pins its cell there for the cell's start (host.c, ps_host_pin), and the command, the
+ * report and the verdict pass within one CPU, where each wakeup is a switch rather than a
+ * halted vCPU's wake-up. Beside other execs the host gets every CPU back (the scheduler's
+ * spreading is worth more then). Not once the host is gone: its pid could be another's. */
+static void place_host(struct ps_session *s, bool alone)
+{
+	struct pollfd p = { .fd = s->pidfd, .events = POLLIN };
+	cpu_set_t all, one;
+	int cpu = sched_getcpu();
+
+	if (s->host_pid <= 0 || (!alone && !s->host_pinned) || poll(&p, 1, 0) != 0 ||
+	    sched_getaffinity(0, sizeof(all), &all) < 0 || CPU_COUNT(&all) < 2)
+		return;
+	if (alone && cpu >= 0 && CPU_ISSET(cpu, &all)) {
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		s->host_pinned = sched_setaffinity(s->host_pid, sizeof(one), &one) == 0;
+	} else if (sched_setaffinity(s->host_pid, sizeof(all), &all) == 0) {
+		s->host_pinned = false;
+	}
+}
 
 static int send_line(struct ps_session *s, const char *line)
 {
@@ -223,6 +273,7 @@ static struct ps_session *handle_new(int fd)
 	s->fd = fd;
 	s->pidfd = -1;
 	s->pid = -1;
+	s->host_pid = -1;
 	return s;
 }
 
@@ -239,6 +290,7 @@ int ps_session_adopt(int fd, int pidfd, struct ps_session **out, char *err, size
 		return -1;
 	}
 	s->pidfd = pidfd;
+	s->host_pid = pid_of_pidfd(pidfd);
 	if (await_ready(s, err, errlen) < 0) {
 		ps_session_close(s);
 		return -1;
@@ -292,6 +344,7 @@ int ps_session_start(const struct ps_session_opts *o, struct ps_session **out, c
 	close(sv[1]);
 	close(nul);
 	s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
+	s->host_pid = s->pid;
 	if (await_ready(s, err, errlen) < 0) {
 		ps_session_close(s);
 		return -1;
@@ -446,11 +499,16 @@ char *ps_session_exec(struct ps_session *s, const char *code, size_t len, const 
 		set_gone(s, err, errlen);
 		goto out;
 	}
+	bool alone = __atomic_fetch_add(&execs_in_flight, 1, __ATOMIC_RELAXED) == 0;
+
+	place_host(s, alone);
 	if (send_json(s, req) < 0) {
+		__atomic_fetch_sub(&execs_in_flight, 1, __ATOMIC_RELAXED);
 		set_gone(s, err, errlen);
 		goto out;
 	}
 	m = await_event(s, "verdict", cb, err, errlen);
+	__atomic_fetch_sub(&execs_in_flight, 1, __ATOMIC_RELAXED);
 	if (m) {
 		cJSON *v = cJSON_GetObjectItemCaseSensitive(m, "verdict");
 		const char *over = str_of(m, "session_ended");
