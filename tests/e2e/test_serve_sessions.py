@@ -180,7 +180,8 @@ def test_a_session_is_a_fork_of_the_zygote(srv):
 def test_a_session_host_forked_ahead_is_idle_until_a_request_takes_it(srv):
     """The zygote's spare session host starts at SCHED_IDLE (background work that yields at
     once: zygote.c); the request that takes it puts it back to SCHED_OTHER, so a session
-    never runs at idle priority."""
+    never runs at idle priority. An exec alone in the front puts the host on the front's
+    CPU (front.c, place_host)."""
     zpid = list(srv.zygotes().values())[0]
     with open("/proc/%d/cmdline" % zpid, "rb") as f:
         zcmd = f.read()
@@ -206,6 +207,8 @@ def test_a_session_host_forked_ahead_is_idle_until_a_request_takes_it(srv):
     assert run(srv, b, "x = 2")["status"] == "ok"
     assert os.sched_getscheduler(spare[0]) == os.SCHED_OTHER  # b's host now
     assert os.getpriority(os.PRIO_PROCESS, spare[0]) == 0
+    if len(os.sched_getaffinity(0)) > 1:  # its exec alone in the front: on the front's CPU
+        assert len(os.sched_getaffinity(spare[0])) == 1
     delete(srv, a)
     delete(srv, b)
 
