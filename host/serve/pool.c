@@ -481,18 +481,6 @@ static void renice(const struct ps_zidle *e, int nice)
 enum { PIN_US = 3000 };
 static unsigned runs_in_flight;	/* (atomic) */
 
-static bool pin(const struct ps_zidle *e, const cpu_set_t *all)
-{
-	int cpu = sched_getcpu();
-	cpu_set_t one;
-
-	if (e->w.pid <= 0 || cpu < 0 || CPU_COUNT(all) < 2 || !CPU_ISSET(cpu, all))
-		return false;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	return sched_setaffinity(e->w.pid, sizeof(one), &one) == 0;
-}
-
 /* A worker from the pool is handed a request only alive and running: not dead, not stopped
  * (SIGSTOP from whoever could signal its uid, a tracer). Its /proc/PID/stat, opened here while
  * it is known alive, is kept for the run (supervise.c: the exit record's check). The fd, or
@@ -574,7 +562,7 @@ static void run_on(struct ps_zygote *z, struct ps_zidle *e, int procstat, bool d
 	if (geteuid() == 0)
 		f.idle_exit_pid = e->w.pid;
 
-	if (alone && sched_getaffinity(0, sizeof(all), &all) == 0 && pin(e, &all)) {
+	if (alone && sched_getaffinity(0, sizeof(all), &all) == 0 && ps_pin_here(e->w.pid, &all)) {
 		f.pinned = e->w.pid;
 		f.widen_us = ps_now_us() + PIN_US;
 		f.cpus = &all;

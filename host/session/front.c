@@ -73,19 +73,15 @@ static pid_t pid_of_pidfd(int pidfd)
 static void place_host(struct ps_session *s, bool alone)
 {
 	struct pollfd p = { .fd = s->pidfd, .events = POLLIN };
-	cpu_set_t all, one;
-	int cpu = sched_getcpu();
+	cpu_set_t all;
 
 	if (s->host_pid <= 0 || (!alone && !s->host_pinned) || poll(&p, 1, 0) != 0 ||
-	    sched_getaffinity(0, sizeof(all), &all) < 0 || CPU_COUNT(&all) < 2)
+	    sched_getaffinity(0, sizeof(all), &all) < 0)
 		return;
-	if (alone && cpu >= 0 && CPU_ISSET(cpu, &all)) {
-		CPU_ZERO(&one);
-		CPU_SET(cpu, &one);
-		s->host_pinned = sched_setaffinity(s->host_pid, sizeof(one), &one) == 0;
-	} else if (sched_setaffinity(s->host_pid, sizeof(all), &all) == 0) {
+	if (alone)
+		s->host_pinned = ps_pin_here(s->host_pid, &all);
+	else if (sched_setaffinity(s->host_pid, sizeof(all), &all) == 0)
 		s->host_pinned = false;
-	}
 }
 
 static int send_line(struct ps_session *s, const char *line)

@@ -132,14 +132,7 @@ void ps_host_renice(struct host *h, int pidfd, pid_t pid, enum ps_prio prio)
  * long cell is not held to one CPU beside other sessions' work. */
 bool ps_host_pin(struct host *h, pid_t pid)
 {
-	int cpu = sched_getcpu();
-	cpu_set_t one;
-
-	if (pid <= 0 || cpu < 0 || !CPU_ISSET(cpu, &h->cpus) || CPU_COUNT(&h->cpus) < 2)
-		return false;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	return sched_setaffinity(pid, sizeof(one), &one) == 0;
+	return ps_pin_here(pid, &h->cpus);
 }
 
 void ps_host_unpin(struct host *h, pid_t pid)

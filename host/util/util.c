@@ -269,3 +269,15 @@ int ps_send_fd(int sock, int fd, char tag)
 	__builtin_memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
 	return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -errno;
 }
+
+bool ps_pin_here(pid_t pid, const cpu_set_t *all)
+{
+	int cpu = sched_getcpu();
+	cpu_set_t one;
+
+	if (pid <= 0 || cpu < 0 || CPU_COUNT(all) < 2 || !CPU_ISSET(cpu, all))
+		return false;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	return sched_setaffinity(pid, sizeof(one), &one) == 0;
+}

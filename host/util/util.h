@@ -2,6 +2,7 @@
 #ifndef PS_UTIL_H
 #define PS_UTIL_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -62,5 +63,9 @@ int ps_send_fd(int sock, int fd, char tag);
 
 /* Remove a directory tree (for per-run scratch). 0 or -errno. */
 int ps_rmtree(const char *path);
+
+/* pid pinned to the CPU the caller runs on, where that is one of all and all has two or more
+ * (the front's and the session host's short-run pinning): true when done. */
+bool ps_pin_here(pid_t pid, const cpu_set_t *all);
 
 #endif
