@@ -16,6 +16,21 @@ PYSNIP = os.environ.get("PYSNIP", os.path.join(ROOT, "pysnip"))
 sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
 
 
+PF_EXITING = 0x4  # the kernel's task flag, set first thing in do_exit()
+
+
+def exiting(pid):
+    """In its own exit already (PF_EXITING in /proc/PID/stat's flags): it cannot run again. A
+    worker that answered steps down to SCHED_IDLE (host/run/worker.c) and, on a loaded
+    machine, can still be in do_exit() when a server stopped by SIGKILL to its zygote is
+    gone; that is not a run that outlived its supervision."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return bool(int(f.read().rsplit(")", 1)[1].split()[6]) & PF_EXITING)
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 class Server:
     """A running `pysnip serve` on 127.0.0.1 (port chosen by the kernel) or a Unix socket.
 
@@ -160,7 +175,8 @@ class Server:
         # the tree after the scan: a spare forked meanwhile is in it (the other way round, a
         # process forked between the two looks was taken for a stray)
         tree = set(self.descendants())
-        return [p for p in marked if p not in tree and os.path.exists("/proc/%d" % p)]
+        return [p for p in marked if p not in tree and os.path.exists("/proc/%d" % p) and
+                not exiting(p)]
 
     def fds(self):
         """{fd: target} of the server process."""
