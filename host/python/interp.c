@@ -646,7 +646,7 @@ static bool finished_plainly(PyObject *exc)
 /* finish()'s answer for that end without its Python (~0.2 ms of a served run, mostly first
  * writes to the zygote's pages): the report pyshim made for it at setup, the streams flushed as
  * _flush() does. */
-static PyObject *plain_report(void)
+static void flush_streams(void)
 {
 	static const char *const streams[] = { "stdout", "stderr", "__stdout__", "__stderr__" };
 	PyObject *done[PS_ARRAY_LEN(streams)];
@@ -664,6 +664,11 @@ static PyObject *plain_report(void)
 		Py_XDECREF(r);
 		PyErr_Clear();
 	}
+}
+
+static PyObject *plain_report(void)
+{
+	flush_streams();
 	return Py_BuildValue("(Oi)", st.plain_report, 0);
 }
 
@@ -678,7 +683,7 @@ PyObject *ps_interp_cell_plain_end(PyObject *exc, PyObject *value, unsigned long
 	PyObject *mods = PySys_GetObject("modules");	/* borrowed */
 	PyObject *cell = st.shim ? PyDict_GetItemString(st.shim, "_cell") : NULL;
 	PyObject *shown = cell && PyDict_Check(cell) ? PyDict_GetItemString(cell, "outputs") : NULL;
-	PyObject *plain, *r;
+	PyObject *r;
 	char tail[160];
 
 	if (exc || (value && value != Py_None) || threads || ps_audit_denial_count() != 0 ||
@@ -686,10 +691,7 @@ PyObject *ps_interp_cell_plain_end(PyObject *exc, PyObject *value, unsigned long
 	    PyList_GET_SIZE(shown) || !no_figures(mods) || !st.plain_report ||
 	    !PyBytes_Check(st.plain_report) || PyBytes_GET_SIZE(st.plain_report) < 2)
 		return NULL;
-	plain = plain_report();		/* (report, 0), the streams flushed */
-	if (!plain)
-		return NULL;
-	Py_DECREF(plain);
+	flush_streams();
 	/* as cell_finish(): report[:-1] + ", " + _json({...})[1:] */
 	int n = snprintf(tail, sizeof(tail), ", \"result\": null, \"display\": [], "
 			 "\"execution_count\": %lu, \"threads_running\": 0}", count);

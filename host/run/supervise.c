@@ -304,8 +304,11 @@ static uint64_t wait_us(struct sv *s, uint64_t deadline, bool exited, bool reche
 	if (exited)
 		return 0;
 	t = s->killed ? 50000 : now >= deadline ? 0 : deadline - now;
-	if (s->widen_us && t > (s->widen_us > now ? s->widen_us - now : 0))
-		t = s->widen_us > now ? s->widen_us - now : 0;
+	if (s->widen_us) {
+		uint64_t w = s->widen_us > now ? s->widen_us - now : 0;
+
+		t = w < t ? w : t;
+	}
 	if (recheck && t > s->recheck_us) {
 		t = s->recheck_us;
 		s->recheck_us = s->recheck_us * 2 > EXIT_RECHECK_MAX_US ? EXIT_RECHECK_MAX_US
