@@ -42,7 +42,7 @@ struct sv {
 	uint64_t widen_us;	/* f->pinned gets every CPU then (0: done, or never pinned) */
 };
 
-/* The worker leads its own process group (setsid in phase_lifecycle). A zygote's worker
+/* The worker leads its own process group (setpgid in phase_lifecycle). A zygote's worker
  * lives in a PID namespace we cannot name pids in: its pidfd names the group. */
 static void kill_group(struct sv *s)
 {

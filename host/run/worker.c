@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -37,6 +38,22 @@ static int layer_failed(struct ps_child *c, enum ps_layer l)
 		return 0;
 	}
 	return -1;
+}
+
+/* Give up the caller's controlling terminal, if it has one. */
+static int drop_controlling_tty(struct ps_child_err *e)
+{
+	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0; /* ENXIO: none; ENOENT etc.: no way to reach one either */
+	if (ioctl(fd, TIOCNOTTY) < 0) {
+		ps_child_err_set(e, errno, "ioctl(/dev/tty, TIOCNOTTY): %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
 }
 
 /* Die with the parent, lead our own process group (so the supervisor can kill it whole),
@@ -86,10 +103,25 @@ static int phase_lifecycle(struct ps_child *c)
 		ps_child_err_set(&c->e, ESRCH, "parent %d exited before the worker started", c->parent);
 		return -1;
 	}
-	if (setsid() < 0) {
-		ps_child_err_set(&c->e, errno, "setsid(): %s", strerror(errno));
+	/* A one-shot run's worker gets a kernel session of its own: its caller's is a person's
+	 * shell, whose stopped jobs any member may SIGCONT whatever its uid. A zygote's worker
+	 * or a session's holder only a process group in its host's session: setsid() also
+	 * starts a scheduler autogroup (kernel.sched_autogroup_enabled, Debian's default), in
+	 * which a worker's nice and SCHED_IDLE weigh only against its own group and the group
+	 * against the front and its callers as an equal: a replaced session holder's teardown
+	 * or a spare's set-up then holds up the request it was to give way to (SECURITY.md,
+	 * "Process groups and kernel sessions"; the session filter keeps SIGCONT in the
+	 * group). */
+	if (c->w->init_in_child ? setsid() < 0 : setpgid(0, 0) < 0) {
+		ps_child_err_set(&c->e, errno, "%s(): %s", c->w->init_in_child ? "setsid" : "setpgid",
+				 strerror(errno));
 		return -1;
 	}
+	/* What a new session gives besides: no controlling terminal. Given up here (TIOCNOTTY
+	 * lets a member that is not the leader go); not a session leader, the worker cannot
+	 * take one again (TIOCSCTTY; setsid is not in the seccomp filter). */
+	if (!c->w->init_in_child && drop_controlling_tty(&c->e) < 0)
+		return -1;
 	/* Python's own start-up ignores SIGPIPE and SIGXFSZ so that they surface as
 	 * BrokenPipeError and EFBIG; keep that, default the rest. */
 	for (int sig = 1; sig < NSIG; sig++)

@@ -71,10 +71,16 @@ static uint32_t ret_action(const struct ps_filter *f)
  * through to the allowlist, which starts by checking the architecture. One filter, not two:
  * every attached filter costs a JIT and the kernel's per-syscall cache (computed with
  * interrupts off), ~10-15 us even for a small one, measured. */
-enum { SELF_INSN = 4, PREFIX_LEN = 7 };
+enum { SELF_INSN = 4, PREFIX_LEN = 7, SESSION_PREFIX_LEN = 12, MAX_PREFIX_LEN = 12 };
+
+static unsigned prefix_len(const struct ps_filter *f)
+{
+	return f->session ? SESSION_PREFIX_LEN : PREFIX_LEN;
+}
 
 static void write_prefix(const struct ps_filter *f, struct sock_filter *out)
 {
+	const uint32_t deny = f->learn ? SECCOMP_RET_ERRNO | EPERM : ret_action(f);
 	const struct sock_filter prefix[PREFIX_LEN] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_kill, 1, 0),
@@ -84,17 +90,35 @@ static void write_prefix(const struct ps_filter *f, struct sock_filter *out)
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0 /* SELF_INSN: our pid */, 2, 0),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0),
 		/* learn: a signal to someone else fails, and is not learned (never granted) */
-		BPF_STMT(BPF_RET | BPF_K, f->learn ? SECCOMP_RET_ERRNO | EPERM : ret_action(f)),
+		BPF_STMT(BPF_RET | BPF_K, deny),
 	};
-
-	memcpy(out, prefix, sizeof(prefix));
 	/* A session's cells are forks of its holder: no pid is known when the filter loads.
 	 * Any positive pid or our group (0) passes to the allowlist, never a negative one
 	 * (-1: every process we may signal; -pgid: another group). Which processes a positive
-	 * pid reaches is bounded by the session's uid and PID namespace (SECURITY.md). */
+	 * pid reaches is bounded by the session's uid and PID namespace (SECURITY.md); but
+	 * the kernel lets SIGCONT reach any member of our kernel session whatever its uid, and
+	 * a zygote's holder shares the server's (host/run/worker.c): SIGCONT goes only to our
+	 * own group (0). */
+	const struct sock_filter session[SESSION_PREFIX_LEN] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_kill, 0, 2),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+		BPF_STMT(BPF_JMP | BPF_JA | BPF_K, 2),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_tgkill, 0, 7),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+		/* the signal: SIGCONT only to 0, any other to a positive pid or 0 */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SIGCONT, 0, 2),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 3, 2),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, 0x7fffffff, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, deny),
+	};
+
 	if (f->session)
-		out[SELF_INSN] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, 0x7fffffff,
-							      1, 2);
+		memcpy(out, session, sizeof(session));
+	else
+		memcpy(out, prefix, sizeof(prefix));
 }
 
 /* ioctl requests a snippet may make: isatty(), terminal size, and the fd flags CPython
@@ -366,18 +390,18 @@ static int export_bpf(scmp_filter_ctx ctx, struct ps_filter *f, char *err, size_
 	rc = -1;
 	size = lseek(fd, 0, SEEK_END);
 	if (size <= 0 || size % sizeof(struct sock_filter) ||
-	    size / 8 + PREFIX_LEN > BPF_MAXINSNS) {
+	    size / 8 + MAX_PREFIX_LEN > BPF_MAXINSNS) {
 		snprintf(err, errlen, "seccomp_export_bpf(): unexpected program size %lld",
 			 (long long)size);
 		goto out;
 	}
-	f->insns = malloc((size_t)size + PREFIX_LEN * sizeof(struct sock_filter));
-	if (!f->insns || pread(fd, f->insns + PREFIX_LEN, (size_t)size, 0) != size) {
+	f->insns = malloc((size_t)size + prefix_len(f) * sizeof(struct sock_filter));
+	if (!f->insns || pread(fd, f->insns + prefix_len(f), (size_t)size, 0) != size) {
 		snprintf(err, errlen, "reading the exported seccomp program: %s", strerror(errno));
 		goto out;
 	}
 	write_prefix(f, f->insns);
-	f->len = (unsigned short)(PREFIX_LEN + size / sizeof(struct sock_filter));
+	f->len = (unsigned short)(prefix_len(f) + size / sizeof(struct sock_filter));
 	rc = 0;
 out:
 	close(fd);

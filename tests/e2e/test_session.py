@@ -191,9 +191,48 @@ def test_session_filter_refuses_signals_to_every_process_or_a_group(target):
     its holder's: positive controls in test_rollback_after_sigkill_to_itself and
     test_lost_only_when_the_cell_kills_its_holder_too), never -1 or a negative group."""
     with Session("--disable-layer", "python") as s:
-        v = rollback(s, "import os, signal\nos.kill(%s, signal.SIGCONT)\n" % target)
+        v = rollback(s, "import os\nos.kill(%s, 0)\n" % target)
         assert v["status"] == "denied" and v["signal_name"] == "SIGSYS", v
         assert any(d["layer"] == "seccomp" and d["event"] == "kill" for d in v["denials"]), v
+
+
+SIGCONT_PROBE = ("import os, signal\ntry:\n    os.kill(%d, %s)\n    r = 'reached'\n"
+                 "except PermissionError:\n    r = 'denied'\nr")
+
+
+@needs_root
+@pytest.mark.parametrize("case", ["seccomp alone", "landlock alone", "neither"])
+def test_sigcont_goes_only_to_the_cells_own_group(case):
+    """python and namespaces off. The kernel lets SIGCONT reach any member of the sender's
+    kernel session whatever its uid, and a session's holder is only a process group in its
+    caller's session (host/run/worker.c: a session of its own would be a scheduler autogroup
+    of its own). The session filter lets SIGCONT go only to the cell's own group (0), and
+    Landlock's signal scope (ABI 6) keeps it inside the sandbox's domain: each holds alone
+    (Landlock at ABI 2, Debian 12's kernel, has no such scope). With both off, the same
+    SIGCONT reaches this test's process (root, another uid) where signal 0 is refused: the
+    kernel's exception is real, and those two layers are what hold here."""
+    extra = ["--disable-layer", "python", "--disable-layer", "namespaces"]
+    env = {}
+    if case != "seccomp alone":
+        extra += ["--disable-layer", "seccomp"]
+    if case != "landlock alone":
+        env["PYSNIP_LANDLOCK_MAX_ABI"] = "2"
+    with Session(*extra, env=env) as s:
+        abi = s.run("pass")["sandbox"]["landlock_abi"]
+        if case == "landlock alone" and abi < 6:
+            pytest.skip("Landlock ABI %d < 6 cannot scope signals" % abi)
+        assert value(s, "import os\nos.getuid()") != "0"
+        assert value(s, SIGCONT_PROBE % (os.getpid(), "0")) == "'denied'"
+        if case == "seccomp alone":
+            v = rollback(s, SIGCONT_PROBE % (os.getpid(), "signal.SIGCONT"))
+            assert v["status"] == "denied" and v["signal_name"] == "SIGSYS", v
+            assert any(d["layer"] == "seccomp" and d["event"] == "kill"
+                       for d in v["denials"]), v
+        else:
+            want = "'denied'" if case == "landlock alone" else "'reached'"
+            assert value(s, SIGCONT_PROBE % (os.getpid(), "signal.SIGCONT")) == want
+        # positive control: SIGCONT to the cell's own group
+        assert value(s, SIGCONT_PROBE % (0, "signal.SIGCONT")) == "'reached'"
 
 
 def test_rollback_after_segfault():
