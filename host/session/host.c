@@ -105,13 +105,14 @@ char *ps_host_next_line(struct host *h, bool *eof)
 /* --- the holder --- */
 
 /* Three levels. A cell is foreground (SCHED_OTHER, nice 0). The holder forking the next
- * spare and the spare warming up are SCHED_IDLE: a woken process preempts an idle-class one
- * at once, while batch or nice 19 alone kept the CPU for the rest of its slice (perf sched:
- * the front's answer queued 1.3 ms behind such a fork); the host raises either to the
- * foreground whenever a cell waits on it (host_cell.c), so a loaded machine cannot starve
- * a cell through them. An old holder's teardown is SCHED_BATCH at nice 19: it never preempts
- * at its wakeup and still gets its share (at SCHED_IDLE a loaded machine could starve it,
- * and it holds a slot of the session's RLIMIT_NPROC until it is reaped). */
+ * spare, the spare warming up and the old holder a kept cell replaced, tearing down, are
+ * SCHED_IDLE: a woken process preempts an idle-class one at once, while batch or nice 19
+ * alone kept the CPU for the rest of its slice (perf sched: the front's answer queued
+ * 1.3 ms behind such a fork, the client's wake-up 0.9 ms behind a teardown). The host
+ * raises the holder or the spare to the foreground whenever a cell waits on it
+ * (host_cell.c), and a teardown still running when the next cell comes to SCHED_BATCH at
+ * nice 19, which never preempts at its wakeup and still gets its share: it holds a slot of
+ * the session's RLIMIT_NPROC until it is reaped, and a loaded machine must not starve it. */
 void ps_host_renice(struct host *h, int pidfd, pid_t pid, enum ps_prio prio)
 {
 	static const int policy[] = { SCHED_OTHER, SCHED_IDLE, SCHED_BATCH };

@@ -216,7 +216,7 @@ static void kill_old_holder(struct cell *c)
 {
 	if (c->holder_dead)
 		return;
-	ps_host_renice(c->h, c->h->holder_pidfd, c->h->holder, PS_PRIO_TEARDOWN);
+	ps_host_renice(c->h, c->h->holder_pidfd, c->h->holder, PS_PRIO_AHEAD);
 	pidfd_signal(c->h->holder_pidfd, SIGKILL);
 }
 
@@ -596,6 +596,7 @@ static void settle(struct cell *c)
 		if (h->dying_pidfd >= 0)
 			close(h->dying_pidfd);
 		h->dying_pidfd = h->holder_pidfd;	/* awaited before the next fork */
+		h->dying = h->holder;
 		h->holder = c->pid;
 		h->holder_proc = c->pid_proc;
 		h->holder_pidfd = c->pidfd;
@@ -636,6 +637,7 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 	c.cpu_check_us = c.start_us + CPU_POLL_MS * 1000;
 	/* the cell is the spare the holder forked ahead, when it said so already */
 	ps_host_read_idle_records(h);
+	ps_host_renice(h, h->dying_pidfd, h->dying, PS_PRIO_TEARDOWN);	/* still going: host.c */
 	struct ps_host_pid sp;
 
 	if (ps_host_take_spare(h, &sp, &c.pidfd) == 0) {

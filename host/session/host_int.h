@@ -40,6 +40,7 @@ struct host {
 	pid_t holder_proc;		/* the holder as /proc names it (procs.c) */
 	int holder_pidfd;
 	int dying_pidfd;		/* the holder a kept cell replaced, until it is gone */
+	pid_t dying;
 	pid_t group;
 	/* the next cell, forked ahead by the holder (holder.c), from its FORKED record: its pid
 	 * as the holder names it and its parent's /proc pid; resolved to both names and a pidfd

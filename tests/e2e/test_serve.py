@@ -48,11 +48,19 @@ def test_a_served_run_starts_on_the_fronts_cpu_and_then_gets_them_all():
     n = len(os.sched_getaffinity(0))
     s = Server("--policy", "notebook", "--workers", "1")
     try:
-        for _ in range(3):
+        # The pinned start is seen only when the snippet's first line runs within those
+        # 3 ms, which a loaded machine can miss: at least once in ten runs, every CPU after.
+        firsts = []
+        for _ in range(10):
             time.sleep(0.2)  # the spare forked and ready: the run is alone
             st, _, v = s.exec(AFFINITY, policy="notebook")
             assert st == 200 and v["status"] == "ok", v
-            assert v["stdout"] == "1 %d %d\n" % (n, n), v
+            first, later, end = map(int, v["stdout"].split())
+            assert first in (1, n) and (later, end) == (n, n), v
+            firsts.append(first)
+            if first == 1 and len(firsts) >= 3:
+                break
+        assert 1 in firsts, firsts
     finally:
         s.stop()
 

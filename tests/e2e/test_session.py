@@ -78,10 +78,18 @@ def test_a_cell_starts_on_the_hosts_cpu_and_then_gets_them_all():
     afresh."""
     n = len(os.sched_getaffinity(0))
     with Session() as s:
-        for _ in range(3):
+        # The pinned start is seen only when the cell's first line runs within PIN_US, which
+        # a loaded machine can miss: at least once in ten cells, every CPU after.
+        firsts = []
+        for _ in range(10):
             assert s.run("x = 1")["status"] == "ok"
             time.sleep(0.3)  # the next cell's spare forked and said so
-            assert value(s, AFFINITY) == "(1, %d)" % n
+            first, later = eval(value(s, AFFINITY))
+            assert first in (1, n) and later == n, (first, later)
+            firsts.append(first)
+            if first == 1 and len(firsts) >= 3:
+                break
+        assert 1 in firsts, firsts
 
 
 def test_function_and_import_used_in_next_cell():
