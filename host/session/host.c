@@ -258,6 +258,7 @@ static int await_held(struct host *h, char *err, size_t errlen)
 
 void ps_host_kill_holder(struct host *h)
 {
+	ps_host_kill_dying(h);
 	if (!h->holder_up)
 		return;
 	/* every holder and cell stays in the first holder's process group (setsid and
@@ -580,7 +581,19 @@ static void serve_front(struct host *h)
 			{ .fd = h->holder_up ? h->holder_pidfd : -1, .events = POLLIN },
 			{ .fd = h->holder_up ? h->hp.f.status : -1, .events = POLLIN },
 		};
-		int n = poll(p, 3, 1000);
+		/* a second, or until the deferred kill of a replaced holder is due */
+		struct timespec wait = { .tv_sec = 1 };
+
+		if (h->dying_kill_at_us) {
+			uint64_t due = h->dying_kill_at_us, t = ps_now_us();
+
+			wait.tv_sec = 0;
+			wait.tv_nsec = due > t ? (long)(due - t) * 1000 : 0;
+		}
+		int n = ppoll(p, 3, &wait, NULL);
+
+		if (h->dying_kill_at_us && ps_now_us() >= h->dying_kill_at_us)
+			ps_host_kill_dying(h);
 
 		if (n > 0 && p[2].revents)	/* the next cell, forked ahead */
 			ps_host_read_idle_records(h);

@@ -220,6 +220,22 @@ static void kill_old_holder(struct cell *c)
 	pidfd_signal(c->h->holder_pidfd, SIGKILL);
 }
 
+/* A killed holder wakes to tear its address space down, and a process just woken where the
+ * front's thread (woken by our verdict) also waits may be picked first: an idle-class task
+ * that is eligible beats a normal one that is not yet, and keeps the CPU for its slice
+ * (perf sched: the front's answer held 1-1.2 ms behind a teardown, in most of the slowest
+ * cells). So the kill waits TEARDOWN_DELAY_US, by which the verdict has gone on its way;
+ * anything the host is asked first (the next cell, the session's end) sends it at once. */
+void ps_host_kill_dying(struct host *h)
+{
+	if (!h->dying_kill_at_us)
+		return;
+	h->dying_kill_at_us = 0;
+	ps_host_renice(h, h->dying_pidfd, h->dying, PS_PRIO_AHEAD);
+	if (h->dying_pidfd >= 0)
+		pidfd_signal(h->dying_pidfd, SIGKILL);
+}
+
 static void take_over(struct cell *c)
 {
 	struct ps_scmd m = { .magic = PS_SCMD_MAGIC, .kind = PS_SCMD_SPARE };
@@ -284,8 +300,8 @@ static void decide(struct cell *c, const struct ps_status_rec *rec)
 		/* the old holder is blocked in wait4 and never runs again once the signal is
 		 * sent: the cell is the holder from here on, without waiting for the teardown
 		 * of the old one's address space; its teardown, and the new holder's fork of
-		 * the next cell, are background. Where the cell left no thread to shed they
-		 * start once the verdict is out (kill_old_holder, after it): a killed process
+		 * the next cell, are background. Where the cell left no thread to shed the
+		 * kill waits until the verdict is out (ps_host_kill_dying): a killed process
 		 * tears itself down on the CPU it wakes on, and that was often the host's. */
 		c->take_over_after_verdict = threads_of(&c->o.report) == 0;
 		if (!c->take_over_after_verdict)
@@ -635,6 +651,7 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 	c.start_us = ps_now_us();
 	c.deadline_us = c.start_us + c.r.limits.wall_ms * 1000;
 	c.cpu_check_us = c.start_us + CPU_POLL_MS * 1000;
+	ps_host_kill_dying(h);
 	/* the cell is the spare the holder forked ahead, when it said so already */
 	ps_host_read_idle_records(h);
 	ps_host_renice(h, h->dying_pidfd, h->dying, PS_PRIO_TEARDOWN);	/* still going: host.c */
@@ -671,12 +688,10 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 			     (uint64_t)(c.o.ru.ru_utime.tv_usec + c.o.ru.ru_stime.tv_usec);
 	}
 	ret = q->kind == PS_SCMD_EXEC ? ps_host_send_verdict(&c) : ps_host_send_query(&c);
-	if (c.keep && c.take_over_after_verdict) {
-		c.holder_dead = false;	/* (set for the loop's end: it is dead from here on) */
-		kill_old_holder(&c);
-	}
 	free(c.rendered);
 	settle(&c);
+	if (c.keep && c.take_over_after_verdict)	/* the old holder, now h->dying */
+		h->dying_kill_at_us = ps_now_us() + TEARDOWN_DELAY_US;
 	ps_outcome_free(&c.o);
 	return ret;
 }

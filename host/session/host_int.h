@@ -41,6 +41,7 @@ struct host {
 	int holder_pidfd;
 	int dying_pidfd;		/* the holder a kept cell replaced, until it is gone */
 	pid_t dying;
+	uint64_t dying_kill_at_us;	/* its SIGKILL, deferred (ps_host_kill_dying): 0 sent */
 	pid_t group;
 	/* the next cell, forked ahead by the holder (holder.c), from its FORKED record: its pid
 	 * as the holder names it and its parent's /proc pid; resolved to both names and a pidfd
@@ -94,6 +95,10 @@ int ps_host_spawn_holder(struct host *h, char *err, size_t errlen);
 /* Has a session limit been hit (h->ended says which)? */
 bool ps_host_session_over(struct host *h, uint64_t now_us);
 void ps_host_kill_holder(struct host *h);
+/* host_cell.c: the SIGKILL of the holder the last kept cell replaced, due TEARDOWN_DELAY_US
+ * after its verdict went out (or now, when something else comes first). */
+enum { TEARDOWN_DELAY_US = 300 };
+void ps_host_kill_dying(struct host *h);
 /* A line from the front while a cell runs (interrupt, input): handled by host_cell.c's
  * callback; returns true when taken. */
 char *ps_host_next_line(struct host *h, bool *eof);	/* NULL: nothing whole yet */

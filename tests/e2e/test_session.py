@@ -447,6 +447,52 @@ def test_two_sessions_cannot_see_signal_or_read_each_other(ns):
         assert value(a, "open('secret.txt').read()") == "'a'"
 
 
+def outer_pid(inner, root):
+    """The pid, as we name it, of root's live descendant that calls itself `inner` in its
+    innermost PID namespace."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/status" % d) as f:
+                    st = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+            except OSError:
+                continue
+            kids.setdefault(int(st["PPid"]), []).append((int(d), st))
+    todo = [root]
+    while todo:
+        for pid, st in kids.get(todo.pop(), []):
+            todo.append(pid)
+            if int(st["NSpid"].split()[-1]) == inner and not st["State"].strip().startswith("Z"):
+                return pid
+    return None
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return "\nState:\tZ" not in f.read()
+    except OSError:
+        return False
+
+
+def test_a_replaced_holder_is_killed_soon_after_the_verdict_with_nothing_else_asked():
+    """The holder a kept cell replaces is killed TEARDOWN_DELAY_US after the verdict went out
+    (host_cell.c, ps_host_kill_dying: not at once, where its wake-up could hold up the
+    front's), by the host's own timer: nothing else asked of the session."""
+    with Session() as s:
+        for _ in range(3):
+            inner = eval(value(s, "import os\nos.getpid()"))
+            # the holder now: the process that ran that cell (its pid in its namespace)
+            holder = outer_pid(inner, s.p.pid)
+            assert holder and alive(holder), inner
+            assert s.run("x = 1")["state"] == "kept"
+            deadline = time.monotonic() + 5
+            while alive(holder) and time.monotonic() < deadline:
+                time.sleep(0.005)
+            assert not alive(holder), "the replaced holder %d still runs" % holder
+
+
 @needs_root
 def test_fork_bomb_is_bounded_and_leaves_nothing():
     with Session("--disable-layer", "python") as s:
