@@ -13,6 +13,7 @@
  * filename, code.__new__ and marshal.loads outside importlib are denied to snippet code. */
 #include "audit_int.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,9 +139,19 @@ static bool granted(const char *event)
 	return false;
 }
 
+/* The first characters of the rules' names (ps_audit_install): most events are none of
+ * them (matplotlib drawing one figure raises "builtins.id" 3,756 times) and go without the
+ * walk of the table. */
+static uint64_t rule_first[4];
+
+static bool first_char_has_rule(unsigned char c)
+{
+	return rule_first[c >> 6] >> (c & 63) & 1;
+}
+
 static int hook(const char *event, PyObject *args, void *data)
 {
-	if (!aud.active || aud.depth > 0)
+	if (!aud.active || aud.depth > 0 || !first_char_has_rule((unsigned char)event[0]))
 		return 0;
 	for (size_t i = 0; i < PS_ARRAY_LEN(rules); i++) {
 		if (!rule_matches(rules[i].name, event))
@@ -160,6 +171,11 @@ int ps_audit_install(void)
 	if (aud.installed)
 		return 0;
 	aud.installed = true;
+	for (size_t i = 0; i < PS_ARRAY_LEN(rules); i++) {
+		unsigned char f = (unsigned char)rules[i].name[0];
+
+		rule_first[f >> 6] |= (uint64_t)1 << (f & 63);
+	}
 	return PySys_AddAuditHook(hook, NULL);
 }
 
