@@ -112,15 +112,17 @@ static int phase_lifecycle(struct ps_child *c)
 	 * or a spare's set-up then holds up the request it was to give way to (SECURITY.md,
 	 * "Process groups and kernel sessions"; the session filter keeps SIGCONT in the
 	 * group). */
-	if (c->w->init_in_child ? setsid() < 0 : setpgid(0, 0) < 0) {
-		ps_child_err_set(&c->e, errno, "%s(): %s", c->w->init_in_child ? "setsid" : "setpgid",
+	bool own_session = c->w->init_in_child;
+
+	if (own_session ? setsid() < 0 : setpgid(0, 0) < 0) {
+		ps_child_err_set(&c->e, errno, "%s(): %s", own_session ? "setsid" : "setpgid",
 				 strerror(errno));
 		return -1;
 	}
 	/* What a new session gives besides: no controlling terminal. Given up here (TIOCNOTTY
 	 * lets a member that is not the leader go); not a session leader, the worker cannot
 	 * take one again (TIOCSCTTY; setsid is not in the seccomp filter). */
-	if (!c->w->init_in_child && drop_controlling_tty(&c->e) < 0)
+	if (!own_session && drop_controlling_tty(&c->e) < 0)
 		return -1;
 	/* Python's own start-up ignores SIGPIPE and SIGXFSZ so that they surface as
 	 * BrokenPipeError and EFBIG; keep that, default the rest. */

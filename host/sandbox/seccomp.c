@@ -71,7 +71,7 @@ static uint32_t ret_action(const struct ps_filter *f)
  * through to the allowlist, which starts by checking the architecture. One filter, not two:
  * every attached filter costs a JIT and the kernel's per-syscall cache (computed with
  * interrupts off), ~10-15 us even for a small one, measured. */
-enum { SELF_INSN = 4, PREFIX_LEN = 7, SESSION_PREFIX_LEN = 12, MAX_PREFIX_LEN = 12 };
+enum { SELF_INSN = 4, PREFIX_LEN = 7, SESSION_PREFIX_LEN = 12, MAX_PREFIX_LEN = SESSION_PREFIX_LEN };
 
 static unsigned prefix_len(const struct ps_filter *f)
 {

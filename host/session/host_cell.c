@@ -212,12 +212,18 @@ static int threads_of(const struct ps_capture *r)
 
 /* The kept cell is the holder from now on: the next cell forked ahead, or first its threads
  * shed (a single-threaded copy of it takes its place: session_int.h). */
+static void kill_for_teardown(struct host *h, int pidfd, pid_t pid, enum ps_prio prio)
+{
+	ps_host_renice(h, pidfd, pid, prio);
+	if (pidfd >= 0)
+		pidfd_signal(pidfd, SIGKILL);
+}
+
 static void kill_old_holder(struct cell *c)
 {
 	if (c->holder_dead)
 		return;
-	ps_host_renice(c->h, c->h->holder_pidfd, c->h->holder, PS_PRIO_AHEAD);
-	pidfd_signal(c->h->holder_pidfd, SIGKILL);
+	kill_for_teardown(c->h, c->h->holder_pidfd, c->h->holder, PS_PRIO_AHEAD);
 }
 
 /* A killed holder wakes to tear its address space down, and a process just woken where the
@@ -231,9 +237,7 @@ void ps_host_kill_dying(struct host *h)
 	if (!h->dying_kill_at_us)
 		return;
 	h->dying_kill_at_us = 0;
-	ps_host_renice(h, h->dying_pidfd, h->dying, PS_PRIO_AHEAD);
-	if (h->dying_pidfd >= 0)
-		pidfd_signal(h->dying_pidfd, SIGKILL);
+	kill_for_teardown(h, h->dying_pidfd, h->dying, PS_PRIO_AHEAD);
 }
 
 static void take_over(struct cell *c)
@@ -651,10 +655,16 @@ int ps_host_run_cell(struct host *h, const struct ps_cell_req *q)
 	c.start_us = ps_now_us();
 	c.deadline_us = c.start_us + c.r.limits.wall_ms * 1000;
 	c.cpu_check_us = c.start_us + CPU_POLL_MS * 1000;
-	ps_host_kill_dying(h);
+	/* the replaced holder's kill, if still deferred, is due now; a teardown still going
+	 * holds a slot the next fork may need, and goes on at PS_PRIO_TEARDOWN (host.c) */
+	if (h->dying_kill_at_us) {
+		h->dying_kill_at_us = 0;
+		kill_for_teardown(h, h->dying_pidfd, h->dying, PS_PRIO_TEARDOWN);
+	} else {
+		ps_host_renice(h, h->dying_pidfd, h->dying, PS_PRIO_TEARDOWN);
+	}
 	/* the cell is the spare the holder forked ahead, when it said so already */
 	ps_host_read_idle_records(h);
-	ps_host_renice(h, h->dying_pidfd, h->dying, PS_PRIO_TEARDOWN);	/* still going: host.c */
 	struct ps_host_pid sp;
 
 	if (ps_host_take_spare(h, &sp, &c.pidfd) == 0) {

@@ -50,3 +50,29 @@ def pysnip_bin():
 SANITIZER = bool(os.environ.get("PYSNIP_SANITIZER"))
 needs_rlimit_as = pytest.mark.skipif(
     SANITIZER, reason="sanitizer build: RLIMIT_AS cannot apply under ASan's shadow memory")
+
+
+def descendants(pid):
+    """Every live process under pid (by /proc's parent links)."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = open(f"/proc/{d}/stat").read()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            kids.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def alive(pid):
+    try:
+        return "State:\tZ" not in open(f"/proc/{pid}/status").read()
+    except OSError:
+        return False

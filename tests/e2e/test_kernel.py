@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import PYSNIP
+from conftest import PYSNIP, alive, descendants
 from kernelkit import iopub_until_idle, running_kernel
 
 zmq = pytest.importorskip("zmq")
@@ -792,32 +792,6 @@ def test_seccomp_kill_is_named_and_kernel_survives(kernel_log):
 
 
 # ------------------------------------------------------------------ the process
-
-def descendants(pid):
-    """Every live process under pid (by /proc's parent links)."""
-    kids = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                stat = open(f"/proc/{d}/stat").read()
-            except OSError:
-                continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            kids.setdefault(ppid, []).append(int(d))
-    out, todo = [], [pid]
-    while todo:
-        for c in kids.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def alive(pid):
-    try:
-        return "State:\tZ" not in open(f"/proc/{pid}/status").read()
-    except OSError:
-        return False
-
 
 def wait_running(kc, msg_id):
     while True:

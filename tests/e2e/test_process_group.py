@@ -4,15 +4,12 @@ process group (the supervisor kills it whole) in the server's session: a session
 be a scheduler autogroup of its own, in which its nice and SCHED_IDLE weigh only against itself
 and the group against the front as an equal. Neither has a controlling terminal: the zygote's
 gives the server's up and, not a session leader, cannot take one."""
-import json
 import os
 import subprocess
 import threading
 import time
 
-import pytest
-
-from conftest import PYSNIP
+from conftest import PYSNIP, descendants
 from servekit import Server
 
 
@@ -29,22 +26,6 @@ def autogroup(pid):
             return f.read().split()[0]
     except OSError:  # a kernel without CONFIG_SCHED_AUTOGROUP
         return None
-
-
-def descendants(pid):
-    kids = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                kids.setdefault(stat(int(d))["ppid"], []).append(int(d))
-            except (OSError, ValueError, IndexError):
-                pass
-    out, todo = [], [pid]
-    while todo:
-        for k in kids.get(todo.pop(), []):
-            out.append(k)
-            todo.append(k)
-    return out
 
 
 def seccomp_mode(pid):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import needs_rlimit_as
+from conftest import alive, descendants, needs_rlimit_as
 from sessionkit import PRIVATE_UIDS, Session, needs_root, procs_of_uid, value
 
 # The state every rollback test starts from, and the mutation each fatal cell makes first.
@@ -450,30 +450,15 @@ def test_two_sessions_cannot_see_signal_or_read_each_other(ns):
 def outer_pid(inner, root):
     """The pid, as we name it, of root's live descendant that calls itself `inner` in its
     innermost PID namespace."""
-    kids = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/%s/status" % d) as f:
-                    st = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
-            except OSError:
-                continue
-            kids.setdefault(int(st["PPid"]), []).append((int(d), st))
-    todo = [root]
-    while todo:
-        for pid, st in kids.get(todo.pop(), []):
-            todo.append(pid)
-            if int(st["NSpid"].split()[-1]) == inner and not st["State"].strip().startswith("Z"):
-                return pid
+    for pid in descendants(root):
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                st = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+        except OSError:
+            continue
+        if int(st["NSpid"].split()[-1]) == inner and not st["State"].strip().startswith("Z"):
+            return pid
     return None
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            return "\nState:\tZ" not in f.read()
-    except OSError:
-        return False
 
 
 def test_a_replaced_holder_is_killed_soon_after_the_verdict_with_nothing_else_asked():
