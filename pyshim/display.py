@@ -141,6 +141,27 @@ def display(*objs, metadata=None, raw=False, **kwargs):
         _add(b)
 
 
+def rehearse_plot():
+    """A plot spare's warm-up before its request (host/run/worker.c): a 100-point line plot
+    rendered as flush() renders it, thrown away and closed, so that the pages matplotlib
+    writes for a figure (what the worker shares with its zygote, the fonts its fork hook
+    dropped) are copied and loaded now rather than on the run's path. Nothing is kept or
+    counted: the outputs and their bytes are untouched, the figure numbers start at 1 again."""
+    import sys
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    try:
+        fig, ax = plt.subplots()
+        ax.plot(range(100), [(i * 37) % 100 for i in range(100)])
+        ax.set_title("rehearsal")
+        ax.set_xlabel("x")
+        ax.set_ylabel("y")
+        _b64(_figure_png(fig))
+    finally:
+        plt.close("all")
+
+
 def flush():
     """The run's end: open figures with axes as PNG (then all closed), and every bundle."""
     import sys

@@ -109,6 +109,11 @@ def _warm_libraries():
             plt.close("all")
 
 
+def rehearse_plot():
+    """host/run/worker.c: a plot spare's warm-up (display.py)."""
+    _display["rehearse_plot"]()
+
+
 def begin(scratch, lib_env=False):
     """Fresh __main__ for the snippet; its temporary files and home go to scratch. lib_env: the
     policy has library paths (numpy, Pillow, matplotlib), which get their settings too."""

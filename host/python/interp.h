@@ -71,6 +71,12 @@ int ps_interp_cell_threads(void);
  * no state, output or exception (the caller holds SIGINT back meanwhile: holder.c). */
 void ps_interp_cell_rehearse(void);
 
+/* A served plot spare, before its request: a figure drawn and rendered to PNG as a run's
+ * display is, then thrown away (pyshim display.py, rehearse_plot), so that the pages a plot
+ * writes are copied from the zygote and matplotlib's fonts reloaded now, not on the run's
+ * path. Leaves no figure, output, exception or denial behind. */
+void ps_interp_rehearse_plot(void);
+
 /* A disposable fork of the holder: kind "complete", "inspect" or "is_complete" of code at
  * cursor; a JSON report to report_fd behind the token. */
 int ps_interp_cell_query(const char *kind, const char *code, size_t len, size_t cursor,

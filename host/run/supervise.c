@@ -187,6 +187,8 @@ static void take_record(struct sv *s, const struct ps_status_rec *rec)
 		o->setup_us = ps_now_us() - s->start_us;
 		o->have_held = true;
 		o->held = rec->held;
+		o->ahead_cpu_us[0] = rec->utime_us > 0 ? rec->utime_us : 0;
+		o->ahead_cpu_us[1] = rec->stime_us > 0 ? rec->stime_us : 0;
 		memcpy(o->scratch, rec->msg, sizeof(o->scratch));
 		o->scratch[sizeof(o->scratch) - 1] = '\0';
 		break;
@@ -204,6 +206,16 @@ static void take_record(struct sv *s, const struct ps_status_rec *rec)
 		o->syscall_arch = rec->arch;
 		break;
 	}
+}
+
+static void take_off(struct timeval *tv, int64_t us)
+{
+	int64_t t = (int64_t)tv->tv_sec * 1000000 + tv->tv_usec - us;
+
+	if (t < 0)
+		t = 0;
+	tv->tv_sec = (time_t)(t / 1000000);
+	tv->tv_usec = (suseconds_t)(t % 1000000);
 }
 
 static bool read_status(struct sv *s, int fd)
@@ -464,5 +476,9 @@ void ps_supervise(pid_t pid, const struct ps_supervise_fds *f, const struct ps_r
 		o->reaped = true;
 	}
 	o->wall_us = ps_now_us() - start_us;
+	/* A spare's CPU before its request (its phases; a rehearsal) was not the run's. The
+	 * kernel's RLIMIT_CPU counted it (result.c decides a CPU-limit kill on that clock). */
+	take_off(&o->ru.ru_utime, o->ahead_cpu_us[0]);
+	take_off(&o->ru.ru_stime, o->ahead_cpu_us[1]);
 	kill_group(&s);
 }

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -372,6 +373,24 @@ static int request_inputs(struct ps_child *c, uint32_t n)
 	return 0;
 }
 
+static bool request_waiting(void)
+{
+	struct pollfd p = { .fd = 0, .events = POLLIN };
+
+	return poll(&p, 1, 0) != 0;
+}
+
+/* A spare forked to rehearse (ps_worker.rehearse), before its request: the warm-up, then
+ * PS_REC_READY, which the front waits to see before it hands this spare a request. Under
+ * every layer already: the rehearsal is our code, but the pages it writes are the run's. */
+static void rehearse(struct ps_child *c)
+{
+	struct ps_status_rec rec = { .kind = PS_REC_READY };
+
+	ps_interp_rehearse_plot();
+	(void)ps_write_all(c->status, &rec, sizeof(rec));
+}
+
 /* Forked ahead of demand: wait here, every other phase held, for the request; then lower the
  * rlimits to its limits. Soft and hard both (ps_limits_apply), so that the snippet cannot
  * raise them back; prlimit64 on ourselves is all the filter lets through for it. The code
@@ -379,12 +398,15 @@ static int request_inputs(struct ps_child *c, uint32_t n)
 static int phase_request(struct ps_child *c)
 {
 	struct ps_wreq q;
+	struct rusage ru;
 	char *code;
 	int ret;
 
 	if (!c->await_request)
 		return 0;
 	ps_interp_begin(CHILD_REPORT_FD);
+	if (c->w->rehearse && !request_waiting())
+		rehearse(c);
 	ret = ps_read_exact(0, &q, sizeof(q));
 	if (ret == 0 && q.magic != PS_WREQ_MAGIC)
 		ret = -EPROTO;
@@ -404,6 +426,11 @@ static int phase_request(struct ps_child *c)
 		return -1;
 	}
 	code[q.code_len] = '\0';
+	/* what was used so far was the spare's, not the run's (the HELD record says it) */
+	if (getrusage(RUSAGE_SELF, &ru) == 0) {
+		c->ahead_utime = ru.ru_utime;
+		c->ahead_stime = ru.ru_stime;
+	}
 	c->code = code;
 	c->code_len = q.code_len;
 	if (q.n_inputs && request_inputs(c, q.n_inputs) < 0)
@@ -437,6 +464,8 @@ static void child_report(struct ps_child *c, uint32_t kind, int phase)
 	rec.phase = phase;
 	rec.err = c->e.err;
 	rec.held = c->held;
+	rec.utime_us = (int64_t)c->ahead_utime.tv_sec * 1000000 + c->ahead_utime.tv_usec;
+	rec.stime_us = (int64_t)c->ahead_stime.tv_sec * 1000000 + c->ahead_stime.tv_usec;
 	memcpy(rec.msg, c->e.msg, sizeof(rec.msg));
 	/* Every phase held: say where scratch is, so that the verdict can tell the snippet's
 	 * own files from what a layer refused (result.c). Empty if it does not fit. */

@@ -40,6 +40,11 @@ struct ps_worker {
 	/* > 0: workers forked ahead of demand do their phases at this nice value, out of the way
 	 * of the runs; the zygote (root) puts a worker back to 0 when a request claims it. */
 	int ahead_nice;
+	/* A zygote's spare forked to rehearse (zygote.c): before its request it draws a figure
+	 * and renders it as a run's display is, thrown away (ps_interp_rehearse_plot), so that a
+	 * plot, and the numpy and Pillow work beside it, find their pages copied and the fonts
+	 * loaded; it says PS_REC_READY then. Set around the spawn of such a spare only. */
+	bool rehearse;
 	/* pysnip learn (one-shot only): the filter notifies instead of denying, and this
 	 * supervisor answers; the worker hands its listener over PS_LEARN_FD. */
 	struct ps_notify *learn;
@@ -83,7 +88,8 @@ struct ps_capture {
 struct ps_outcome {
 	int wait_status;
 	bool reaped;
-	struct rusage ru;
+	struct rusage ru;		/* the run's: a spare's CPU before its request taken off */
+	int64_t ahead_cpu_us[2];	/* that CPU (user, system), from the HELD record */
 	uint64_t wall_us;
 	uint64_t setup_us;		/* fork to the snippet's first instruction (every phase) */
 	uint64_t run_us;		/* the snippet's start to the worker's exit */

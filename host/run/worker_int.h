@@ -3,6 +3,7 @@
 #ifndef PS_WORKER_INT_H
 #define PS_WORKER_INT_H
 
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "worker.h"
@@ -16,6 +17,7 @@ struct ps_child {
 	const struct ps_worker *w;
 	const struct ps_limits *limits;	/* applied by the phases (a request may lower them) */
 	bool await_request;		/* forked ahead of demand: the code comes on fd 0 */
+	struct timeval ahead_utime, ahead_stime;	/* its CPU when the request came */
 	const char *code;
 	size_t code_len;
 	const struct ps_file_in *inputs;	/* exec's, placed in phase_scratch */

@@ -49,6 +49,9 @@ enum ps_rec_kind {
 	PS_REC_CELL_DONE = 6,	/* the cell ended by itself: err its exit code, usage */
 	PS_REC_INPUT = 7,	/* the cell called input(): phase 1 = password, msg token+prompt */
 	PS_REC_CELL_REAPED = 8,	/* the holder reaped a dead cell: err its wait status, usage */
+	/* a served spare forked to rehearse (worker.c, phase_request): its warm-up is done and
+	 * it waits for its request; the front hands such a spare only a ready one */
+	PS_REC_READY = 9,
 };
 
 struct ps_status_rec {
@@ -58,7 +61,9 @@ struct ps_status_rec {
 	int32_t syscall_nr;
 	uint32_t arch;		/* AUDIT_ARCH_* of the trapped call */
 	struct ps_held held;
-	int64_t utime_us, stime_us, maxrss_kb;	/* PS_REC_EXIT: getrusage(RUSAGE_SELF) */
+	/* PS_REC_EXIT: getrusage(RUSAGE_SELF); PS_REC_HELD of a spare: the CPU it used before its
+	 * request came (its phases, a rehearsal), which is not the run's */
+	int64_t utime_us, stime_us, maxrss_kb;
 	char msg[200];
 };
 

@@ -34,6 +34,7 @@ struct zw {
 	unsigned slot;
 	uint64_t serial;
 	bool claimed;		/* a request has it: running, or about to (a FORK's from birth) */
+	bool rehearsed;		/* a spare forked to rehearse (ps_worker.rehearse) */
 };
 
 struct zyg {
@@ -43,6 +44,8 @@ struct zyg {
 	size_t n, cap;
 	unsigned spare;		/* spares to keep unclaimed */
 	unsigned unclaimed;	/* live spares not claimed yet: the workers with !claimed */
+	unsigned rehearse;	/* rehearsed spares to keep unclaimed besides (0: no matplotlib) */
+	unsigned unclaimed_r;	/* the rehearsed ones among the unclaimed */
 	uint64_t serial;
 	unsigned lost;		/* spares in a row that died unclaimed (the front dropped them) */
 	uint64_t hold_until_us;	/* no spare is forked before: backing off after a loss */
@@ -108,7 +111,7 @@ static int send_to_front(struct ps_zworker *m, const int *fds, size_t nfds)
 static int announce(const struct zw *w, uint64_t tag, int life_r)
 {
 	struct ps_zworker m = { .magic = PS_ZWORKER_MAGIC, .slot = w->slot, .serial = w->serial,
-				.tag = tag, .pid = w->proc.pid };
+				.tag = tag, .pid = w->proc.pid, .rehearsed = w->rehearsed };
 	int fds[PS_ZWORKER_FDS] = { w->proc.f.in, w->proc.f.out, w->proc.f.err, w->proc.f.status,
 				    w->proc.f.report, w->proc.f.pidfd, life_r };
 	int ret;
@@ -119,10 +122,12 @@ static int announce(const struct zw *w, uint64_t tag, int life_r)
 	return ret;
 }
 
-/* Fork one worker with limits l and hand it to the front. */
-static int fork_worker(struct zyg *z, const struct ps_limits *l, uint64_t tag)
+/* Fork one worker with limits l and hand it to the front; rehearsed: a spare that rehearses
+ * before its request. */
+static int fork_worker(struct zyg *z, const struct ps_limits *l, uint64_t tag, bool rehearsed)
 {
-	struct zw w = { .slot = pick_slot(z), .serial = ++z->serial, .life = -1, .claimed = tag != 0 };
+	struct zw w = { .slot = pick_slot(z), .serial = ++z->serial, .life = -1, .claimed = tag != 0,
+			.rehearsed = rehearsed };
 	int life[2] = { -1, -1 }, ret;
 
 	if (z->n == z->cap) {
@@ -138,7 +143,9 @@ static int fork_worker(struct zyg *z, const struct ps_limits *l, uint64_t tag)
 	 * yields to the runs in flight (root only: we need the priority back). */
 	if (z->w.ahead_nice && !tag)
 		(void)setpriority(PRIO_PROCESS, 0, z->w.ahead_nice);
+	z->w.rehearse = rehearsed;
 	ret = ps_worker_spawn(&z->w, l, NULL, w.slot, &w.proc, &w.o);
+	z->w.rehearse = false;
 	if (z->w.ahead_nice && !tag)
 		(void)setpriority(PRIO_PROCESS, 0, 0);
 	if (ret < 0) {
@@ -339,6 +346,7 @@ static void reap(struct zyg *z, size_t i)
 	 * good; backing off, since whatever made the front drop it may still hold. */
 	if (!w->claimed) {
 		z->unclaimed--;
+		z->unclaimed_r -= w->rehearsed;
 		z->lost++;
 		z->hold_until_us = ps_now_us() + (z->lost > 6 ? 1000000u : 15625u << (z->lost - 1));
 	}
@@ -368,6 +376,7 @@ static void claim(struct zyg *z, uint64_t serial)
 			continue;
 		z->ws[i].claimed = true;
 		z->unclaimed--;
+		z->unclaimed_r -= z->ws[i].rehearsed;
 		z->lost = 0;
 		/* Not yet reaped, so the pid is still this worker's. */
 		if (z->w.ahead_nice)
@@ -394,7 +403,7 @@ static bool commands(struct zyg *z)
 		if (c.kind == PS_ZCMD_CLAIM)
 			claim(z, c.serial);
 		else if (c.kind == PS_ZCMD_FORK)
-			(void)fork_worker(z, &c.limits, c.tag);
+			(void)fork_worker(z, &c.limits, c.tag, false);
 		else if (c.kind == PS_ZCMD_SESSION)
 			fork_session(z, &c);
 	}
@@ -423,10 +432,17 @@ static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 
 		/* A fork (the page tables of the whole zygote) and a new worker's phases compete
 		 * for the CPU with the runs: replace spares while nothing runs, or at once when
-		 * none is left. */
-		while (z->unclaimed < z->spare && (z->unclaimed == 0 || !running(z)) &&
-		       now >= z->hold_until_us) {
-			if (fork_worker(z, &z->p.limits, 0) < 0) {
+		 * none is left; the rehearsed ones (a figure drawn each) only while nothing runs. */
+		for (;;) {
+			unsigned plain = z->unclaimed - z->unclaimed_r;
+			bool r = plain >= z->spare;
+
+			if (r ? z->unclaimed_r >= z->rehearse || running(z)
+			      : plain > 0 && running(z))
+				break;
+			if (now < z->hold_until_us)
+				break;
+			if (fork_worker(z, &z->p.limits, 0, r) < 0) {
 				if (++failures > 100)
 					_exit(PS_EXIT_INTERNAL);	/* the front restarts us */
 				z->hold_until_us = now + 10000;
@@ -434,8 +450,9 @@ static __attribute__((noreturn)) void zygote_loop(struct zyg *z)
 			}
 			failures = 0;
 			z->unclaimed++;
+			z->unclaimed_r += r;
 		}
-		if (z->unclaimed < z->spare && now < z->hold_until_us)
+		if (z->unclaimed < z->spare + z->rehearse && now < z->hold_until_us)
 			timeout = (int)((z->hold_until_us - now + 999) / 1000);
 		if (!running(z))
 			keep_spare_session(z);
@@ -560,6 +577,10 @@ int ps_cmd_zygote(int argc, char **argv)
 	/* Only root can give a worker its priority back (CAP_SYS_NICE in the first user ns). */
 	if (geteuid() == 0 && !(z.w.ns_static & CLONE_NEWUSER))
 		z.w.ahead_nice = 19;
+	/* matplotlib's, numpy's and Pillow's snippets get spares that rehearsed a figure (the
+	 * front hands them those: pool.c), up to two: each holds ~15 MB of its own. */
+	if (ps_strlist_has(&z.p.modules_allow, "matplotlib"))
+		z.rehearse = z.spare < 2 ? z.spare : 2;
 	if (send(PS_ZYGOTE_CTL_FD, "ok", 2, MSG_NOSIGNAL) < 0)
 		return PS_EXIT_INTERNAL;
 	zygote_loop(&z);

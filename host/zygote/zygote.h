@@ -8,7 +8,10 @@
  * struct ps_zworker and (SCM_RIGHTS) the parent's ends of the worker's channels: fd 0's write
  * end, stdout, stderr, status, report, the worker's pidfd, and a "life" pipe on which the
  * zygote writes a struct ps_reaped once it reaped the worker. The front keeps them in an idle
- * pool. A request takes the oldest, tells the zygote (PS_ZCMD_CLAIM: it forks a
+ * pool. A policy with matplotlib also gets up to two rehearsed spares (ps_zworker.rehearsed),
+ * which draw a figure before they block and then say PS_REC_READY on their status pipe; the
+ * front hands those to the snippets that name the libraries (pool.c, pick_spare). A request
+ * takes the oldest fitting one, tells the zygote (PS_ZCMD_CLAIM: it forks a
  * replacement), writes a struct ps_wreq, the code and the stdin to the worker's fd 0 and
  * supervises the run in its own thread (ps_supervise: caps, wall clock, kill through the
  * pidfd), then renders the verdict. So a request costs no fork on its path and request data
@@ -43,6 +46,7 @@ struct ps_zworker {
 	uint64_t serial;
 	uint64_t tag;		/* 0: a spare for the pool; else forked for the PS_ZCMD_FORK with it */
 	int32_t pid;		/* in the front's PID namespace (the zygote's) */
+	uint32_t rehearsed;	/* a spare that rehearses before its request (PS_REC_READY) */
 	char token[40];		/* the run's report token */
 };
 

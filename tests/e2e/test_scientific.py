@@ -477,3 +477,71 @@ t.start()
 t.join()
 print(json.dumps([first, box, len(os.sched_getaffinity(0))]))
 """
+
+
+# ---- served: spares that rehearsed a figure, for the snippets that name the libraries ----
+
+# What the worker shows of itself, naming none of the libraries ('mat' 'plotlib' is one string
+# to Python, not the name to the front): matplotlib's font cache (its fork hook empties it in
+# every child; a rehearsal loads the fonts again), the open figures, and the CPU the process
+# had used when the snippet began and ended.
+WORKER_STATE = """import json, sys, time
+t0 = time.process_time()
+fm = sys.modules['mat' 'plotlib.font_manager']
+plt = sys.modules['mat' 'plotlib.pyplot']
+fonts, open_figs = fm._get_font.cache_info().currsize, plt.get_fignums()
+fig = plt.figure()
+number = fig.number
+plt.close('all')
+print(json.dumps([fonts, open_figs, number, t0, time.process_time()]))
+"""
+
+
+def _state(s, code):
+    st, _, v = s.exec(code)
+    assert st == 200 and v["status"] == "ok", v
+    return v, json.loads(v["stdout"])
+
+
+def test_a_snippet_naming_the_libraries_gets_a_spare_that_rehearsed_a_figure():
+    """The zygote keeps spares that drew and rendered a figure before their request (worker.c,
+    phase_request), handed to snippets naming matplotlib, numpy, pandas or Pillow once they
+    said they are ready (pool.c). Nothing of the rehearsal shows: no figure is open, the
+    next is number 1, no display or denial; and its CPU is not the run's."""
+    import servekit
+    s = servekit.Server("--policy", "scientific")
+    try:
+        # a plain spare: matplotlib's fork hook emptied the font cache (the control that the
+        # probe sees a rehearsal at all)
+        v, (fonts, open_figs, number, t0, t1) = _state(s, WORKER_STATE)
+        assert fonts == 0 and open_figs == [] and number == 1, v["stdout"]
+        rehearsed = None
+        for _ in range(40):   # until a rehearsed spare is ready
+            time.sleep(0.25)
+            v, got = _state(s, "import numpy\n" + WORKER_STATE)
+            if got[0] > 0:
+                rehearsed = v, got
+                break
+        assert rehearsed, "no snippet naming numpy got a rehearsed spare in 10 s"
+        v, (fonts, open_figs, number, t0, t1) = rehearsed
+        assert open_figs == [] and number == 1, v["stdout"]
+        assert v["display"] == [] and v["denials"] == [], v
+        # the rehearsal used CPU in this process before the request came: the verdict
+        # counts only the run's (the snippet's own, plus building its report)
+        assert t0 * 1000 >= 20, "the process had used only %.1f ms: no rehearsal" % (t0 * 1000)
+        own_ms = (t1 - t0) * 1000
+        assert v["usage"]["cpu_ms"] <= own_ms + 15, (v["usage"], t0, t1)
+        # and a snippet naming none still gets a plain one
+        v, (fonts, _, _, _, _) = _state(s, WORKER_STATE)
+        assert fonts == 0, v["stdout"]
+        # Close together, the rehearsed spares are used up and their replacements (in the
+        # front's pool from their fork on) still draw their figures, ~70 ms of CPU each
+        # against a few ms a request: a request is handed a plain spare then, not one that
+        # would make it wait for the rest of a rehearsal.
+        got = []
+        for _ in range(6):
+            got.append(_state(s, "import numpy\n" + WORKER_STATE)[1][0])
+            time.sleep(0.015)   # the zygote reaps the last and forks its replacement
+        assert 0 in got, "every request waited for a rehearsal: %r" % got
+    finally:
+        s.stop()
