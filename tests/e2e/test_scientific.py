@@ -503,6 +503,8 @@ def _state(s, code):
     return v, json.loads(v["stdout"])
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="not root: the zygote cannot give a spare its "
+                    "priority back, so none rehearses (a rehearsal would compete at nice 0)")
 def test_a_snippet_naming_the_libraries_gets_a_spare_that_rehearsed_a_figure():
     """The zygote keeps spares that drew and rendered a figure before their request (worker.c,
     phase_request), handed to snippets naming matplotlib, numpy, pandas or Pillow once they
