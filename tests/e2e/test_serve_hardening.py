@@ -50,6 +50,16 @@ def metric(srv, name):
     raise AssertionError("%s not in /metrics" % name)
 
 
+def open_connections(srv, conn):
+    """The server's count of its open connections, from /metrics on a connection it holds."""
+    st, _, text = srv.request("GET", "/metrics", conn=conn)
+    assert st == 200
+    for line in text.splitlines():
+        if line.startswith('pysnip_connections{state="open"} '):
+            return int(line.split()[-1])
+    raise AssertionError("pysnip_connections not in /metrics")
+
+
 def prlimit_nofile(pid, soft, hard):
     subprocess.run(["prlimit", "--pid", str(pid), "--nofile=%d:%d" % (soft, hard)], check=True)
 
@@ -217,6 +227,10 @@ def test_connections_past_the_descriptor_budget_get_503():
         held.pop().close()
         held.pop().close()
         assert wait_for(lambda: s.connections() == 34, 5)
+        # ... and the server's own count, asked on a connection it holds already: MHD shuts
+        # a closed connection's socket down (gone from the kernel's table once the peer
+        # acks) before it tells the front, which frees the place then
+        assert wait_for(lambda: open_connections(s, held[0]) == 34, 5)
         st, e = raw_request(s, "GET", "/healthz")       # control: places free again
         assert st == 200
         assert metric(s, 'pysnip_connections_refused_total{reason="budget"}') == 1
