@@ -64,6 +64,29 @@ static void test_codecs(void)
 	CHECK(ps_base64_decode("a=Gk", 4, d) == -1);	/* padding inside */
 	CHECK(ps_base64_decode("aG k", 4, d) == -1);	/* whitespace */
 	CHECK(ps_base64_decode("aGk=aGk=", 8, d) == -1);	/* padding before the end */
+	/* what lenient decoders take (libcrypto's): whitespace at either end, '=' as a digit */
+	CHECK(ps_base64_decode("    aGk=", 8, d) == -1);
+	CHECK(ps_base64_decode("aGk=    ", 8, d) == -1);
+	CHECK(ps_base64_decode("a===", 4, d) == -1);
+	CHECK(ps_base64_decode("====", 4, d) == -1);
+	CHECK(ps_base64_decode("aGk\n", 4, d) == -1);
+	/* a 5 MiB file's round trip, and one space deep inside it */
+	size_t big = (5u << 20) + 1;
+	unsigned char *src = malloc(big), *dst = malloc(big);
+	char *text = malloc(ps_base64_encoded_len(big) + 1);
+	CHECK(src && dst && text);
+	if (src && dst && text) {
+		for (size_t i = 0; i < big; i++)
+			src[i] = (unsigned char)(i * 131 + (i >> 11));
+		ps_base64_encode(src, big, text);
+		CHECK(strlen(text) == ps_base64_encoded_len(big));
+		CHECK(ps_base64_decode(text, strlen(text), dst) == (long)big && !memcmp(src, dst, big));
+		text[(4u << 20) - 1] = ' ';
+		CHECK(ps_base64_decode(text, strlen(text), dst) == -1);
+	}
+	free(src);
+	free(dst);
+	free(text);
 	/* the decoder's table: every byte value through a round trip, every alphabet letter */
 	unsigned char all[256], back[256];
 	char enc[400];
