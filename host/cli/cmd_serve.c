@@ -283,15 +283,21 @@ static int make_tmp_root(struct serve *sv, const struct ps_opts *o)
 
 /* Descriptors: the soft NOFILE limit raised to the hard one (the usual soft 1024 is a
  * compatibility default for select(); we poll), then a budget that keeps what the pools need
- * out of the connections' reach. A zygote's pool holds workers + 1 idle spares and a worker
- * per running run, each with PS_ZWORKER_FDS channels, plus one tagged worker forked for a
+ * out of the connections' reach. A zygote's pool holds workers + 1 idle spares (and its
+ * rehearsed ones, counted whether or not this host lets it keep them) and a worker per
+ * running run, each with PS_ZWORKER_FDS channels, plus one tagged worker forked for a
  * request (a tighter scratch): past what is left, connections are refused with a 503 rather
  * than starve the pool (a worker whose channels cannot be received is lost; see pool.c). */
-static unsigned connection_budget(size_t n_policies, unsigned workers)
+static unsigned connection_budget(const struct serve *sv, unsigned workers)
 {
 	struct rlimit rl;
-	uint64_t pools = (uint64_t)n_policies * (2u * workers + 2u) * PS_ZWORKER_FDS;
+	uint64_t pools = 0;
 	uint64_t have;
+
+	for (size_t i = 0; i < sv->n; i++)
+		pools += (2u * workers + 2u + ps_zygote_rehearsed_spares(&sv->policies[i],
+									 workers + 1)) *
+			 PS_ZWORKER_FDS;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		/* an unlimited hard limit is not a value NOFILE takes: the kernel's default
@@ -411,7 +417,7 @@ int ps_cmd_serve(int argc, char **argv)
 	cfg.max_sessions = (unsigned)(o.max_sessions > 0 ? o.max_sessions : 0);
 	cfg.token = token;
 	cfg.body_max = PS_SERVE_BODY_MAX;
-	cfg.max_conns = connection_budget(sv.n, cfg.workers);
+	cfg.max_conns = connection_budget(&sv, cfg.workers);
 	cfg.max_untrusted = cfg.max_conns / 2 < MAX_UNTRUSTED ? cfg.max_conns / 2 : MAX_UNTRUSTED;
 	cfg.untrusted_ms = HEADER_TIMEOUT_MS;
 	if (o.header_timeout) {

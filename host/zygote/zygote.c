@@ -578,11 +578,11 @@ int ps_cmd_zygote(int argc, char **argv)
 	if (geteuid() == 0 && !(z.w.ns_static & CLONE_NEWUSER))
 		z.w.ahead_nice = 19;
 	/* matplotlib's, numpy's and Pillow's snippets get spares that rehearsed a figure (the
-	 * front hands them those: pool.c), up to two: each holds ~15 MB of its own. Only where
-	 * a spare's set-up can be background work (ahead_nice): a rehearsal is ~70 ms of CPU,
-	 * which at nice 0 would take a CPU from the runs of a small machine. */
-	if (z.w.ahead_nice && ps_strlist_has(&z.p.modules_allow, "matplotlib"))
-		z.rehearse = z.spare < 2 ? z.spare : 2;
+	 * front hands them those: pool.c). Only where a spare's set-up can be background work
+	 * (ahead_nice): a rehearsal is ~70 ms of CPU, which at nice 0 would take a CPU from the
+	 * runs of a small machine. */
+	if (z.w.ahead_nice)
+		z.rehearse = ps_zygote_rehearsed_spares(&z.p, z.spare);
 	if (send(PS_ZYGOTE_CTL_FD, "ok", 2, MSG_NOSIGNAL) < 0)
 		return PS_EXIT_INTERNAL;
 	zygote_loop(&z);

@@ -69,6 +69,16 @@ struct ps_zcmd {
 	int32_t slot;			/* SESSION: a uid of the policy's range, -1: any free */
 };
 
+/* How many rehearsed spares a zygote of policy p keeps beside its `spare` plain ones, where
+ * its spares' set-up is background work (zygote.c): up to two, for a policy with matplotlib;
+ * each holds ~15 MB of its own. The front budgets their descriptors by it (cmd_serve.c). */
+static inline unsigned ps_zygote_rehearsed_spares(const struct ps_policy *p, unsigned spare)
+{
+	if (!ps_strlist_has(&p->modules_allow, "matplotlib"))
+		return 0;
+	return spare < 2 ? spare : 2;
+}
+
 /* `pysnip zygote`: the internal command pysnip-serve starts for each served policy. */
 int ps_cmd_zygote(int argc, char **argv);
 
