@@ -63,12 +63,11 @@ static int phase_lifecycle(struct ps_child *c)
 {
 	sigset_t all;
 
-	/* Forked ahead of demand: the phases are background work until a request claims us. */
-	if (c->await_request) {
+	/* Forked ahead of demand: the phases are background work until a request claims us, at
+	 * the nice value the zygote forked us with (zygote.c, fork_worker). Not set again here:
+	 * the claim may have come first and put it back to 0. */
+	if (c->await_request)
 		prctl(PR_SET_NAME, "pysnip-worker");
-		if (c->w->ahead_nice > 0)
-			(void)setpriority(PRIO_PROCESS, 0, c->w->ahead_nice);
-	}
 	if (c->w->init_in_child) {
 		char err[sizeof(c->e.msg)];
 		int ret;

@@ -216,13 +216,15 @@ static int spawn_session(struct zyg *z, const struct ps_limits *l,
 		syscall(SYS_close_range, PS_ZYGOTE_CTL_FD + 1, ~0U, 0);
 		/* a session's interrupt is SIGINT -> KeyboardInterrupt: Python's handler again */
 		sigaction(SIGINT, &py_sigint, NULL);
-		/* Forked ahead: its start (the holder's phases) is background work that yields at
-		 * once to any other (nice 19 alone kept the CPU for its slice); fork_session puts
-		 * it back when a request claims it. Root only, as ahead_nice. */
-		if (ahead && z->w.ahead_nice)
-			(void)sched_setscheduler(0, SCHED_IDLE, &(struct sched_param){ 0 });
 		_exit(ps_session_host_run(&z->p, z->w.layers_off, z->w.shared_scratch, l, sl, slot));
 	}
+	/* Forked ahead: its start (the holder's phases) is background work that yields at once
+	 * to any other (nice 19 alone kept the CPU for its slice); fork_session puts it back
+	 * when a request claims it. Set here, not by the child: a child not yet scheduled would
+	 * set it after a claim had put it back, and the session would run at idle priority.
+	 * Root only, as ahead_nice. */
+	if (pid > 0 && ahead && z->w.ahead_nice)
+		(void)sched_setscheduler(pid, SCHED_IDLE, &(struct sched_param){ 0 });
 	close(sv[1]);
 	pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
 	if (pidfd < 0) {
