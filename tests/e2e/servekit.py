@@ -19,14 +19,26 @@ sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
 PF_EXITING = 0x4  # the kernel's task flag, set first thing in do_exit()
 
 
+SIGKILL_BIT = 1 << (9 - 1)  # in /proc/PID/status's SigPnd and ShdPnd masks
+
+
 def exiting(pid):
-    """In its own exit already (PF_EXITING in /proc/PID/stat's flags): it cannot run again. A
-    worker that answered steps down to SCHED_IDLE (host/run/worker.c) and, on a loaded
-    machine, can still be in do_exit() when a server stopped by SIGKILL to its zygote is
-    gone; that is not a run that outlived its supervision."""
+    """In its own exit already (PF_EXITING in /proc/PID/stat's flags), or with a SIGKILL
+    pending (its zygote's death, PR_SET_PDEATHSIG, on a process not scheduled since): it
+    cannot run again. A worker that answered steps down to SCHED_IDLE (host/run/worker.c), a
+    spare waits at nice 19, and on a loaded machine either can still be short of do_exit()
+    when a server stopped by SIGKILL to its zygote is gone; that is not a run that outlived
+    its supervision."""
     try:
         with open("/proc/%d/stat" % pid) as f:
-            return bool(int(f.read().rsplit(")", 1)[1].split()[6]) & PF_EXITING)
+            if int(f.read().rsplit(")", 1)[1].split()[6]) & PF_EXITING:
+                return True
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(("SigPnd:", "ShdPnd:")) and \
+                        int(line.split()[1], 16) & SIGKILL_BIT:
+                    return True
+        return False
     except (OSError, ValueError, IndexError):
         return False
 
