@@ -396,11 +396,11 @@ static bool rehearsed_ready(const struct ps_zidle *e)
 	return poll(&p, 1, 0) > 0;
 }
 
-/* Which idle spare a request gets: for a snippet that names the libraries (rehearsed), one
- * that rehearsed a figure and said it is ready; for any other, a plain one; failing that,
- * the other kind, and a rehearsed spare still rehearsing last. The oldest of a rank first.
- * -1: none. */
-static ssize_t pick_spare(const struct ps_zygote *z, bool rehearsed)
+/* Which idle worker a request gets: with a tag, the one forked for it; else a spare, for a
+ * snippet that names the libraries (rehearsed) one that rehearsed a figure and said it is
+ * ready, for any other a plain one; failing that, the other kind, and a rehearsed spare
+ * still rehearsing last. The oldest of a rank first. -1: none. */
+static ssize_t pick(const struct ps_zygote *z, uint64_t tag, bool rehearsed)
 {
 	ssize_t best = -1;
 	int best_rank = 4;
@@ -409,8 +409,10 @@ static ssize_t pick_spare(const struct ps_zygote *z, bool rehearsed)
 		const struct ps_zidle *e = &z->idle[i];
 		int rank;
 
-		if (e->w.tag != 0)
+		if (e->w.tag != tag)
 			continue;
+		if (tag)
+			return (ssize_t)i;
 		if (!e->w.rehearsed)
 			rank = rehearsed ? 1 : 0;
 		else if (rehearsed_ready(e))
@@ -427,8 +429,8 @@ static ssize_t pick_spare(const struct ps_zygote *z, bool rehearsed)
 	return best;
 }
 
-/* The oldest idle worker with this tag (0: a spare, as pick_spare chooses), waiting for one
- * until deadline. For a tag, the FORK command is sent again to a zygote that restarted
+/* An idle worker with this tag (0: a spare), as pick chooses, waiting for one until
+ * deadline. For a tag, the FORK command is sent again to a zygote that restarted
  * meanwhile, or when the worker it forked was lost on its way. */
 static int take(struct ps_zygote *z, const struct ps_zcmd *fork_cmd, bool rehearsed,
 		uint64_t deadline_us, struct ps_zidle *out)
@@ -442,13 +444,12 @@ static int take(struct ps_zygote *z, const struct ps_zcmd *fork_cmd, bool rehear
 		struct timespec ts;
 		uint64_t t = ps_now_us(), until = deadline_us;
 
-		for (size_t i = 0; i < z->n_idle; i++) {
-			if (z->idle[i].w.tag != tag)
-				continue;
-			if (!tag)
-				i = (size_t)pick_spare(z, rehearsed);
+		ssize_t i = pick(z, tag, rehearsed);
+
+		if (i >= 0) {
 			*out = z->idle[i];
-			memmove(&z->idle[i], &z->idle[i + 1], (z->n_idle - i - 1) * sizeof(*z->idle));
+			memmove(&z->idle[i], &z->idle[i + 1],
+				(z->n_idle - (size_t)i - 1) * sizeof(*z->idle));
 			z->n_idle--;
 			ret = 0;
 			goto out;

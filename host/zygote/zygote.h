@@ -10,7 +10,7 @@
  * zygote writes a struct ps_reaped once it reaped the worker. The front keeps them in an idle
  * pool. A policy with matplotlib also gets up to two rehearsed spares (ps_zworker.rehearsed),
  * which draw a figure before they block and then say PS_REC_READY on their status pipe; the
- * front hands those to the snippets that name the libraries (pool.c, pick_spare). A request
+ * front hands those to the snippets that name the libraries (pool.c, pick). A request
  * takes the oldest fitting one, tells the zygote (PS_ZCMD_CLAIM: it forks a
  * replacement), writes a struct ps_wreq, the code and the stdin to the worker's fd 0 and
  * supervises the run in its own thread (ps_supervise: caps, wall clock, kill through the
